@@ -1,0 +1,54 @@
+"""KVI003's vocabulary: draft backend classes, torch allocators and buffer shapes."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+# A class is a multi-step draft backend when its name says so, whatever the prefix:
+# FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future FooDraftMultiStep.
+DRAFT_CLASS = re.compile(r"\w*(?:MultiStep\w*Draft|Draft\w*MultiStep)\w*")
+
+_TORCH_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_strided"})
+_TENSOR_ALLOCATORS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full"})
+# Allocators whose second positional argument is not a dimension.
+_SHAPE_THEN_VALUE = frozenset({"full", "empty_strided", "new_full"})
+
+
+def is_draft_backend_class(name: str) -> bool:
+    return DRAFT_CLASS.fullmatch(name) is not None
+
+
+def allocation_shape(call: ast.Call) -> list[ast.expr] | None:
+    """The dimensions a torch allocation call asks for, or None if it is not one.
+
+    Accepts ``torch.zeros((a, b))``, ``torch.zeros(a, b)``, ``torch.zeros(size=(a, b))``
+    and the ``Tensor.new_*`` forms.
+    """
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return None
+    if func.attr in _TORCH_ALLOCATORS:
+        if not (isinstance(func.value, ast.Name) and func.value.id == "torch"):
+            return None
+    elif func.attr not in _TENSOR_ALLOCATORS:
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == "size":
+            return _dims(keyword.value)
+    if not call.args or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    first = call.args[0]
+    if isinstance(first, (ast.Tuple, ast.List)):
+        return _dims(first)
+    if func.attr in _SHAPE_THEN_VALUE:
+        return [first]
+    return list(call.args)
+
+
+def _dims(node: ast.expr) -> list[ast.expr] | None:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return None
+        return list(node.elts)
+    return [node]

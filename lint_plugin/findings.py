@@ -1,0 +1,55 @@
+"""What every front end reports: findings, their fixes and per-file errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SYNTAX_ERROR_CODE = "E999"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (row, column) points with ``content``."""
+
+    content: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str  # "safe" or "unsafe", as ruff spells it
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnostic; rows and columns are 1-based, columns count characters."""
+
+    path: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    code: str
+    message: str
+    fix: Fix | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.row, self.column, self.code)
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be checked at all (unreadable, not UTF-8, ...)."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: error: {self.reason}"

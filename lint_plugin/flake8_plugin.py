@@ -1,0 +1,49 @@
+"""flake8 front end: ``flake8 --select KVI`` reports what ``check`` reports.
+
+flake8 has already parsed the file; the plugin only walks the top-level
+statements that mention a word a finding needs, so files without one cost a
+regex search. flake8 applies ``# noqa`` itself, on the row each finding names.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from lint_plugin import __version__
+from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.analysis import analyze
+from lint_plugin.scan import interesting_rows
+from lint_plugin.source import Source
+
+
+class KviChecker:
+    name = "draft-kv-lint"
+    version = __version__
+
+    def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
+        self.tree = tree
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        text = "".join(self.lines)
+        rows = interesting_rows(text)
+        if not rows:
+            return
+        source = Source(text)
+        for node in _statements_around(self.tree.body, rows):
+            for finding in analyze(node, source, self.filename):
+                # flake8 wants 0-based columns and adds 1 itself.
+                message = f"{finding.code} {finding.message}"
+                yield finding.row, finding.column - 1, message, type(self)
+
+
+def _statements_around(body: list[ast.stmt], rows: list[int]) -> Iterator[ast.AST]:
+    for stmt in body:
+        if not any(stmt.lineno <= row <= stmt.end_lineno for row in rows):
+            continue
+        if isinstance(stmt, ast.ClassDef) and not is_draft_backend_class(stmt.name):
+            yield from _statements_around(stmt.body, rows)
+        else:
+            yield stmt

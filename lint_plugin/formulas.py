@@ -1,0 +1,261 @@
+"""The two helper formulas, and how an expression is matched against them.
+
+This is the one place that knows ``seq_lens_sum * topk + bs * num_steps`` and
+``num_seqs * topk * max_context_len``. It works on the neutral tree of
+:mod:`lint_plugin.arith`, so ``check``, flake8, ``fix`` and the proof share it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from lint_plugin.arith import Expr, Leaf, Product, Sum
+from lint_plugin.roles import Role
+
+USED_LEN = "draft_kv_indices_used_len"
+BUFFER_WIDTH = "draft_kv_indices_buffer_width"
+
+# Parameter names and the role each slot must not be given another strong role in.
+HELPER_SLOTS: dict[str, tuple[tuple[str, Role | None], ...]] = {
+    USED_LEN: (
+        ("seq_lens_sum", Role.SEQ_LENS_SUM),
+        ("topk", Role.TOPK),
+        ("bs", None),
+        ("num_steps", Role.NUM_STEPS),
+    ),
+    BUFFER_WIDTH: (
+        ("num_seqs", None),
+        ("topk", Role.TOPK),
+        ("max_context_len", Role.MAX_CONTEXT_LEN),
+    ),
+}
+
+# Roles strong enough that seeing one in another slot is certainly a mistake.
+_STRONG_ROLES = frozenset(
+    {Role.TOPK, Role.SEQ_LENS_SUM, Role.MAX_CONTEXT_LEN, Role.NUM_STEPS}
+)
+
+Arg = tuple[Expr, ...]  # factors multiplied together (``bs`` may be ``num_seqs * topk``)
+
+
+@dataclass(frozen=True, eq=False)
+class FormulaMatch:
+    """An inline copy of a helper formula inside ``owner``.
+
+    For a sum, ``terms`` are the indices of the two matched terms in source order;
+    the match covers the whole owner when they are all of its terms.
+    """
+
+    code: str
+    helper: str
+    args: tuple[Arg, ...]
+    owner: Sum | Product
+    terms: tuple[int, ...] = ()
+
+    @property
+    def whole(self) -> bool:
+        return isinstance(self.owner, Product) or len(self.terms) == len(
+            self.owner.terms
+        )
+
+    @property
+    def contiguous(self) -> bool:
+        return self.whole or self.terms[1] == self.terms[0] + 1
+
+
+def find_formula_matches(expr: Expr) -> Iterator[FormulaMatch]:
+    """Every inline helper formula in ``expr`` and its sub-expressions."""
+    if isinstance(expr, Sum):
+        match = match_used_len(expr)
+        if match is not None:
+            yield match
+        for term in expr.terms:
+            yield from find_formula_matches(term.expr)
+    elif isinstance(expr, Product):
+        match = match_buffer_width(expr)
+        if match is not None:
+            yield match
+        for factor in expr.factors:
+            yield from find_formula_matches(factor)
+
+
+def match_used_len(expr: Sum) -> FormulaMatch | None:
+    """``seq_lens_sum * topk + bs * num_steps`` as two terms of ``expr``."""
+    anchor = steps = None
+    for index, term in enumerate(expr.terms):
+        if term.negative or not isinstance(term.expr, Product):
+            continue
+        if anchor is None and _is_prefix_term(term.expr):
+            anchor = index
+        elif steps is None and _split_steps_term(term.expr) is not None:
+            steps = index
+    if anchor is None or steps is None:
+        return None
+    sls, topk = _prefix_roles(expr.terms[anchor].expr)
+    bs, num_steps = _split_steps_term(expr.terms[steps].expr)
+    return FormulaMatch(
+        "KVI001",
+        USED_LEN,
+        ((sls,), (topk,), bs, (num_steps,)),
+        expr,
+        tuple(sorted((anchor, steps))),
+    )
+
+
+def match_buffer_width(expr: Product) -> FormulaMatch | None:
+    """``num_seqs * topk * max_context_len`` in any order, nothing else multiplied."""
+    if len(expr.factors) != 3:
+        return None
+    topk = _only(expr.factors, Role.TOPK)
+    mcl = _only(expr.factors, Role.MAX_CONTEXT_LEN)
+    if topk is None or mcl is None:
+        return None
+    (count,) = (f for f in expr.factors if f is not topk and f is not mcl)
+    if not _is_count(count):
+        return None
+    return FormulaMatch("KVI002", BUFFER_WIDTH, ((count,), (topk,), (mcl,)), expr)
+
+
+def has_topk_factor(expr: Expr) -> bool:
+    """A width that multiplies by topk somewhere is sized (maybe not by the helper)."""
+    if isinstance(expr, Leaf):
+        return expr.role is Role.TOPK
+    if isinstance(expr, Product):
+        return any(has_topk_factor(f) for f in expr.factors)
+    return False
+
+
+def mentions_role(expr: Expr, role: Role) -> bool:
+    if isinstance(expr, Leaf):
+        return expr.role is role
+    parts = expr.factors if isinstance(expr, Product) else (t.expr for t in expr.terms)
+    return any(mentions_role(p, role) for p in parts)
+
+
+def misplaced_arguments(
+    helper: str, roles: Sequence[tuple[str, Role | None]]
+) -> list[tuple[str, Role]]:
+    """Slots of a helper call given another slot's strong role: ``(slot, role)``.
+
+    ``roles`` pairs each argument's slot name with the role recognised for it.
+    """
+    expected = dict(HELPER_SLOTS[helper])
+    problems = []
+    for slot, role in roles:
+        if slot not in expected or role is None:
+            continue
+        if role in _STRONG_ROLES and role is not expected[slot]:
+            problems.append((slot, role))
+        elif role is Role.TOKENS and slot == "num_seqs":
+            problems.append((slot, role))
+    return problems
+
+
+# ---- rendering -------------------------------------------------------------
+
+_ATOM = re.compile(r"[A-Za-z_][\w.]*|\d+")
+
+
+def render_call(match: FormulaMatch, text_of: Callable[[Expr], str]) -> str:
+    """The helper call that replaces the matched formula, arguments in role order.
+
+    ``text_of`` gives an expression's source text without its outer parentheses.
+    """
+    return render_helper_call(
+        match.helper, [_render_arg(arg, text_of) for arg in match.args]
+    )
+
+
+def render_helper_call(helper: str, arg_texts: Sequence[str]) -> str:
+    return f"{helper}({', '.join(arg_texts)})"
+
+
+def render_replacement(
+    match: FormulaMatch,
+    text_of: Callable[[Expr], str],
+    term_text_of: Callable[[int], str],
+) -> str:
+    """Text for the owner's span (or the matched terms' span when contiguous).
+
+    ``term_text_of(i)`` gives term ``i``'s text with its own parentheses.
+    """
+    call = render_call(match, text_of)
+    if match.contiguous:
+        return call
+    first, second = match.terms
+    parts: list[str] = []
+    for index, term in enumerate(match.owner.terms):
+        if index == second:
+            continue
+        text = call if index == first else term_text_of(index)
+        if parts:
+            parts.append("-" if term.negative else "+")
+        parts.append(text)
+    return " ".join(parts)
+
+
+def _render_arg(arg: Arg, text_of: Callable[[Expr], str]) -> str:
+    if len(arg) == 1:
+        return text_of(arg[0])
+    texts = [text_of(f) for f in arg]
+    return " * ".join(t if _ATOM.fullmatch(t) else f"({t})" for t in texts)
+
+
+# ---- roles of the pieces ---------------------------------------------------
+
+
+def _only(factors: Sequence[Expr], role: Role) -> Expr | None:
+    found = [f for f in factors if isinstance(f, Leaf) and f.role is role]
+    return found[0] if len(found) == 1 else None
+
+
+def _is_prefix_term(expr: Product) -> bool:
+    return _prefix_roles(expr) != (None, None)
+
+
+def _prefix_roles(expr: Product) -> tuple[Expr | None, Expr | None]:
+    if len(expr.factors) == 2:
+        sls = _only(expr.factors, Role.SEQ_LENS_SUM)
+        topk = _only(expr.factors, Role.TOPK)
+        if sls is not None and topk is not None:
+            return sls, topk
+    return None, None
+
+
+def _split_steps_term(expr: Product) -> tuple[Arg, Expr] | None:
+    """``bs * num_steps``: one step factor, the rest (at least one) is ``bs``."""
+    steps = [f for f in expr.factors if _is_steps(f)]
+    if len(steps) != 1:
+        return None
+    rest = tuple(f for f in expr.factors if f is not steps[0])
+    if not rest or not all(_is_count(f) for f in rest):
+        return None
+    return rest, steps[0]
+
+
+def _is_steps(expr: Expr) -> bool:
+    """``num_steps``-like names, or a loop index plus one (``i + 1``)."""
+    if isinstance(expr, Leaf):
+        return expr.role is Role.NUM_STEPS
+    if isinstance(expr, Sum) and len(expr.terms) == 2:
+        index, one = expr.terms
+        return (
+            not index.negative
+            and not one.negative
+            and isinstance(index.expr, Leaf)
+            and index.expr.name is not None
+            and isinstance(one.expr, Leaf)
+            and one.expr.value == 1
+        )
+    return False
+
+
+def _is_count(expr: Expr) -> bool:
+    """A factor that may stand for a number of sequences or branches."""
+    return (
+        isinstance(expr, Leaf)
+        and expr.value is None
+        and expr.role not in (Role.SEQ_LENS_SUM, Role.MAX_CONTEXT_LEN, Role.NUM_STEPS)
+    )

@@ -1,0 +1,180 @@
+"""``check``'s hot path: read bytes, skip what cannot match, parse only regions.
+
+Most files never mention topk, a helper or a multi-step draft class, and are
+dismissed by one bytes search. In the rest, each mention is widened to the
+outermost function around it (or to the whole draft backend class, which KVI003
+needs), and only those regions are parsed. When a region does not parse on its own
+(an odd layout the line scan misread) the whole file is parsed instead, so the
+shortcut can cost time but never a finding.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.analysis import analyze
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.source import Source
+
+# Every finding needs one of these words in the file (KVI003: the class name).
+_INTEREST = re.compile(rb"topk|draft_kv_indices_|MultiStep")
+_INTEREST_TEXT = re.compile(r"topk|draft_kv_indices_|MultiStep")
+_BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+
+
+class SourceError(ValueError):
+    """The file's bytes are not text this tool can read (the reason says why)."""
+
+
+def could_match(data: bytes) -> bool:
+    return _INTEREST.search(data) is not None
+
+
+def interesting_rows(text: str) -> list[int]:
+    """1-based rows of ``text`` holding a word some finding needs."""
+    rows: list[int] = []
+    last, row = 0, 1
+    for match in _INTEREST_TEXT.finditer(text):
+        row += text.count("\n", last, match.start())
+        last = match.start()
+        if not rows or rows[-1] != row:
+            rows.append(row)
+    return rows
+
+
+def decode(data: bytes) -> str:
+    if data.isascii():
+        return data.decode("ascii")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def check_source(data: bytes, path: str) -> list[Finding]:
+    """All findings in one file's bytes; noqa and selection are the caller's."""
+    text = decode(data)
+    if not could_match(data):
+        return []
+    regions = _regions(text)
+    if regions is not None:
+        findings: list[Finding] = []
+        try:
+            for start, end, indent in regions:
+                findings += _check_region(text, start, end, indent, path)
+            return findings
+        except SyntaxError:
+            pass  # misread layout or a real error: the whole file decides
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return [_syntax_error(exc, path)]
+    return analyze(tree, Source(text), path)
+
+
+def _check_region(text, start: int, end: int, indent: bool, path) -> list[Finding]:
+    lines = text.splitlines(keepends=True)[start:end]
+    snippet = "".join(lines)
+    if indent:
+        # An indented block parses as the body of an `if`, columns untouched.
+        tree = ast.parse("if 1:\n" + snippet)
+        return analyze(tree, Source("if 1:\n" + snippet, start - 1), path)
+    tree = ast.parse(snippet)
+    return analyze(tree, Source(snippet, start), path)
+
+
+def _regions(text: str) -> list[tuple[int, int, bool]] | None:
+    """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
+    if "\r" in text:
+        return None  # rare line endings: not worth a second line scanner
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    picked: set[int] = set()
+    for match in _INTEREST_TEXT.finditer(text):
+        row = bisect.bisect_right(starts, match.start()) - 1
+        start = _region_start(lines, row)
+        if start is None:
+            return None
+        picked.add(start)
+    regions = []
+    covered_until = -1
+    for start in sorted(picked):
+        if start < covered_until:
+            continue
+        end = _block_end(lines, start)
+        regions.append((start, end, _indent(lines[start]) > 0))
+        covered_until = end
+    return regions
+
+
+def _region_start(lines: list[str], row: int) -> int | None:
+    """The outermost def around ``row``, or the draft class holding it."""
+    threshold = _indent(lines[row]) if lines[row].strip() else 10**9
+    outermost_def = innermost_class = None
+    block = _BLOCK.match(lines[row].lstrip())
+    if block:
+        if block.group(1) == "def":
+            outermost_def = row
+        elif innermost_class is None:
+            innermost_class = row
+        if block.group(1) == "class" and is_draft_backend_class(block.group(2)):
+            return row
+    for k in range(row - 1, -1, -1):
+        line = lines[k]
+        stripped = line.lstrip()
+        if not stripped or stripped[0] in "#)]}\"'":
+            continue
+        indent = len(line) - len(stripped)
+        if indent >= threshold:
+            continue
+        threshold = indent
+        block = _BLOCK.match(stripped)
+        if block:
+            if block.group(1) == "class":
+                if is_draft_backend_class(block.group(2)):
+                    return k
+                innermost_class = k if innermost_class is None else innermost_class
+            else:
+                outermost_def = k
+        if indent == 0:
+            break
+    if outermost_def is not None:
+        return outermost_def
+    return innermost_class
+
+
+def _block_end(lines: list[str], start: int) -> int:
+    indent = _indent(lines[start])
+    for k in range(start + 1, len(lines)):
+        line = lines[k]
+        stripped = line.lstrip()
+        if not stripped or stripped[0] in "#)]}":
+            continue
+        if len(line) - len(stripped) <= indent:
+            return k
+    return len(lines)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _syntax_error(exc: SyntaxError, path: str) -> Finding:
+    row = exc.lineno or 1
+    column = exc.offset or 1
+    return Finding(
+        path,
+        row,
+        column,
+        exc.end_lineno or row,
+        exc.end_offset or column,
+        SYNTAX_ERROR_CODE,
+        f"SyntaxError: {exc.msg}",
+    )

@@ -1,0 +1,92 @@
+"""Positions and text of parsed source: ``ast`` byte columns to character columns."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+class Source:
+    """The text a tree was parsed from; ``row_offset`` maps its rows to the file's."""
+
+    def __init__(self, text: str, row_offset: int = 0) -> None:
+        self.text = text
+        self.row_offset = row_offset
+        self._lines: list[str] | None = None
+        self._starts: list[int] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = _LINE.findall(self.text)
+        return self._lines
+
+    def _line_starts(self) -> list[int]:
+        if self._starts is None:
+            starts, offset = [], 0
+            for line in self.lines:
+                starts.append(offset)
+                offset += len(line)
+            self._starts = starts
+        return self._starts
+
+    def char_col(self, row: int, byte_col: int) -> int:
+        """``ast`` counts UTF-8 bytes; people and ruff count characters."""
+        line = self.lines[row - 1] if row - 1 < len(self.lines) else ""
+        if line.isascii():
+            return byte_col
+        return len(line.encode()[:byte_col].decode(errors="ignore"))
+
+    def index(self, row: int, byte_col: int) -> int:
+        """Absolute character index of an ``ast`` position (row is 1-based)."""
+        return self._line_starts()[row - 1] + self.char_col(row, byte_col)
+
+    def position(self, index: int) -> tuple[int, int]:
+        """1-based (row, column) in the file of an absolute character index."""
+        starts = self._line_starts()
+        row = bisect.bisect_right(starts, index) - 1
+        return row + 1 + self.row_offset, index - starts[row] + 1
+
+    def span(self, node) -> tuple[int, int]:
+        return (
+            self.index(node.lineno, node.col_offset),
+            self.index(node.end_lineno, node.end_col_offset),
+        )
+
+    def segment(self, node) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def widen_to_parens(
+        self, span: tuple[int, int], bounds: tuple[int, int]
+    ) -> tuple[int, int]:
+        """Grow ``span`` over the parentheses that group it, staying inside
+        ``bounds`` (an operator's span, where a ``(`` can only be grouping)."""
+        start, end = span
+        text = self.text
+        while True:
+            before = start - 1
+            while before >= bounds[0] and text[before] in " \t\r\n\\":
+                before -= 1
+            after = end
+            while after < bounds[1] and text[after] in " \t\r\n\\":
+                after += 1
+            if (
+                before >= bounds[0]
+                and after < bounds[1]
+                and text[before] == "("
+                and text[after] == ")"
+            ):
+                start, end = before, after + 1
+            else:
+                return start, end
+
+
+_COMMENT = re.compile(r"#[^\r\n]*")
+
+
+def one_line(text: str) -> str:
+    """An expression's text as one line, for messages: no comments, single spaces."""
+    return " ".join(_COMMENT.sub("", text).split())

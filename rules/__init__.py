@@ -1,0 +1,63 @@
+"""The rule catalogue: what each KVI code finds, why it matters, how it is fixed.
+
+Installed as ``lint_plugin.rules``. Rules know nothing about flake8, libcst or the
+command line; front ends read ``RULES`` for codes, messages, docs and examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Example:
+    """A snippet; ``fixed`` is what ``fix`` turns an invalid one into (None: no fix)."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False  # the fix needs --unsafe-fixes
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str  # kebab-case name of the bad pattern
+    message: str  # str.format template, filled by the engine
+    fix_title: str | None
+    fix_safety: str | None  # "safe", "unsafe" or None (no fix)
+    doc: str  # markdown with ruff's headings
+    valid: tuple[Example, ...] = field(default=())
+    invalid: tuple[Example, ...] = field(default=())
+
+    @property
+    def url(self) -> str:
+        return f"draft-kv-lint rule {self.code}"
+
+    def render(self) -> str:
+        """What ``draft-kv-lint rule CODE`` prints."""
+        safety = {
+            "safe": "Fix is always available (safe).",
+            "unsafe": "Fix is sometimes available (unsafe: needs --unsafe-fixes).",
+            None: "No fix.",
+        }[self.fix_safety]
+        return f"# {self.name} ({self.code})\n\n{safety}\n\n{self.doc.strip()}\n"
+
+
+def _load() -> dict[str, Rule]:
+    from lint_plugin.rules import (
+        kvi001_inline_used_len,
+        kvi002_inline_buffer_width,
+        kvi003_unsized_draft_buffer,
+        kvi004_misplaced_helper_argument,
+    )
+
+    modules = (
+        kvi001_inline_used_len,
+        kvi002_inline_buffer_width,
+        kvi003_unsized_draft_buffer,
+        kvi004_misplaced_helper_argument,
+    )
+    return {m.RULE.code: m.RULE for m in modules}
+
+
+RULES: dict[str, Rule] = _load()

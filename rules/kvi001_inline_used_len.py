@@ -1,0 +1,81 @@
+from lint_plugin.rules import Example, Rule
+
+_BACKEND = """\
+class FooMultiStepDraftBackend:
+    def common_template(self, forward_batch, kv_indices_buffer):
+        num_seqs = forward_batch.batch_size
+        bs = self.topk * num_seqs
+        seq_lens_sum = forward_batch.seq_lens_sum
+        for i in range(self.speculative_num_steps - 1):
+            kv = kv_indices_buffer[i][
+                {slice}
+            ]
+"""
+
+_FIXED_SLICE = ": draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
+
+RULE = Rule(
+    code="KVI001",
+    name="inline-draft-kv-indices-used-len",
+    message=(
+        "inline draft kv_indices used length `{text}`: "
+        "use draft_kv_indices_used_len({args})"
+    ),
+    fix_title="Replace with `draft_kv_indices_used_len(...)`",
+    fix_safety="safe",
+    doc="""
+## What it does
+Finds an inline copy of the EAGLE draft-decode used-length formula
+`seq_lens_sum * topk + bs * num_steps`, in any operand order, grouping or line
+layout, also when it is part of a longer sum.
+
+## Why is this bad?
+The length of the `kv_indices` row that draft step `i` reads is
+`draft_kv_indices_used_len(seq_lens_sum, topk, bs, i + 1)`. Four backends used to
+spell it out by hand; every copy is one more place where a forgotten `topk`
+factor slices the wrong part of the buffer (upstream #27338, #27460). The helper in
+`sglang.srt.speculative.spec_utils` is the single definition.
+
+## Example
+```python
+forward_batch.spec_info.kv_indices = kv_indices_buffer[i][
+    : seq_lens_sum * self.topk + bs * (i + 1)
+]
+```
+
+## Use instead
+```python
+forward_batch.spec_info.kv_indices = kv_indices_buffer[i][
+    : draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)
+]
+```
+
+## Fix safety
+Safe: the helper returns exactly `seq_lens_sum * topk + bs * num_steps`, and `fix`
+checks each rewrite against the original over many integer inputs before writing.
+Arguments keep their source text; other terms of a longer sum are kept.
+""",
+    valid=(
+        Example(_BACKEND.format(slice=_FIXED_SLICE)),
+        Example("n = batch_size * self.topk + 1\n"),
+        Example("n = seq_lens_sum * self.topk + bs\n"),
+        Example("n = seq_lens_sum + bs * (i + 1)\n"),
+        Example("n = seq_lens_sum * self.topk - bs * (i + 1)\n"),
+        Example("n = seq_lens_sum * self.topk + bs * (i + 2)\n"),
+        Example("n = seq_lens_sum * self.topk * 2 + bs * (i + 1)\n"),
+    ),
+    invalid=(
+        Example(
+            _BACKEND.format(slice=": seq_lens_sum * self.topk + bs * (i + 1)"),
+            _BACKEND.format(slice=_FIXED_SLICE),
+        ),
+        Example(
+            "n = (i + 1) * bs + self.topk * forward_batch.seq_lens_sum\n",
+            "n = draft_kv_indices_used_len(forward_batch.seq_lens_sum, self.topk, bs, i + 1)\n",
+        ),
+        Example(
+            "n = seq_lens_sum * topk + bs * self.speculative_num_steps + 1\n",
+            "n = draft_kv_indices_used_len(seq_lens_sum, topk, bs, self.speculative_num_steps) + 1\n",
+        ),
+    ),
+)

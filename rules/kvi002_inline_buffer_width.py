@@ -1,0 +1,75 @@
+from lint_plugin.rules import Example, Rule
+
+RULE = Rule(
+    code="KVI002",
+    name="inline-draft-kv-indices-buffer-width",
+    message=(
+        "inline draft kv_indices row width `{text}`: "
+        "use draft_kv_indices_buffer_width({args})"
+    ),
+    fix_title="Replace with `draft_kv_indices_buffer_width(...)`",
+    fix_safety="safe",
+    doc="""
+## What it does
+Finds an inline copy of the EAGLE draft-decode row-width formula
+`num_seqs * topk * max_context_len`: a product of exactly a count, a topk and a
+max-context-length, in any order and grouping.
+
+## Why is this bad?
+Every branch of every sequence may attend `max_context_len` KV slots, so a row
+needs `num_seqs * topk * max_context_len` entries. Copies of this product are how
+the `topk` factor went missing in the CUDA-graph buffers (upstream #27338,
+#27460). `draft_kv_indices_buffer_width` is the single definition, and it also
+refuses widths that overflow int32 flat offsets.
+
+## Example
+```python
+kv_indices = torch.empty(
+    (
+        self.speculative_num_steps,
+        forward_batch.batch_size * self.topk * self.max_context_len,
+    ),
+    dtype=torch.int32,
+    device="cuda",
+)
+```
+
+## Use instead
+```python
+kv_indices = torch.empty(
+    (
+        self.speculative_num_steps,
+        draft_kv_indices_buffer_width(
+            forward_batch.batch_size, self.topk, self.max_context_len
+        ),
+    ),
+    dtype=torch.int32,
+    device="cuda",
+)
+```
+
+## Fix safety
+Safe: the helper returns the same product; the only new behaviour is upstream's
+assertion that the width stays below 2**31, which the int32 kernel needs anyway.
+""",
+    valid=(
+        Example("w = max_bs * self.max_context_len\n"),
+        Example("w = max_bs * self.topk + 1\n"),
+        Example("w = batch_size * self.topk * self.sliding_window_size\n"),
+        Example("w = 2 * self.topk * self.max_context_len\n"),
+        Example("w = bs * self.topk * self.max_context_len * 2\n"),
+        Example("w = draft_kv_indices_buffer_width(bs, self.topk, self.max_context_len)\n"),
+    ),
+    invalid=(
+        Example(
+            "w = forward_batch.batch_size * self.topk * self.max_context_len\n",
+            "w = draft_kv_indices_buffer_width(\n"
+            "    forward_batch.batch_size, self.topk, self.max_context_len\n"
+            ")\n",
+        ),
+        Example(
+            "w = self.max_context_len * (num_seqs * topk)\n",
+            "w = draft_kv_indices_buffer_width(num_seqs, topk, self.max_context_len)\n",
+        ),
+    ),
+)

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from corpus import CorpusUnavailable, attention_dir
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from hypothesis import settings
+
+    settings.register_profile("ci", max_examples=2000, deadline=None)
+    settings.register_profile("dev", max_examples=200, deadline=None)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def _corpus(version: str):
+    try:
+        return attention_dir(version)
+    except CorpusUnavailable as exc:
+        if os.environ.get("CI"):
+            raise  # in CI the corpus tests must run, never skip
+        pytest.skip(f"sglang {version} unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def old_attention():
+    """sglang 0.5.12.post1's attention folder (inline copies, unsized buffers)."""
+    return _corpus("0.5.12.post1")
+
+
+@pytest.fixture(scope="session")
+def new_attention():
+    """sglang 0.5.13's attention folder (the hand refactor)."""
+    return _corpus("0.5.13")
