@@ -22,6 +22,9 @@ from lint_plugin.source import Source
 # Every finding needs one of these words in the file (KVI003: the class name).
 _INTEREST = re.compile(rb"topk|draft_kv_indices_|MultiStep")
 _INTEREST_TEXT = re.compile(r"topk|draft_kv_indices_|MultiStep")
+# A region can only hold a finding if it also names a second role of a formula,
+# calls a helper, or is the draft class itself (checked before this).
+_SECOND_ROLE = re.compile(r"seq_lens?_sum|context_len|draft_kv_indices_")
 _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 
@@ -61,12 +64,13 @@ def check_source(data: bytes, path: str) -> list[Finding]:
     text = decode(data)
     if not could_match(data):
         return []
-    regions = _regions(text)
+    lines = None if "\r" in text else text.split("\n")
+    regions = None if lines is None else _regions(text, lines)
     if regions is not None:
         findings: list[Finding] = []
         try:
             for start, end, indent in regions:
-                findings += _check_region(text, start, end, indent, path)
+                findings += _check_region(lines, start, end, indent, path)
             return findings
         except SyntaxError:
             pass  # misread layout or a real error: the whole file decides
@@ -77,9 +81,8 @@ def check_source(data: bytes, path: str) -> list[Finding]:
     return analyze(tree, Source(text), path)
 
 
-def _check_region(text, start: int, end: int, indent: bool, path) -> list[Finding]:
-    lines = text.splitlines(keepends=True)[start:end]
-    snippet = "".join(lines)
+def _check_region(lines, start: int, end: int, indent: bool, path) -> list[Finding]:
+    snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
         # An indented block parses as the body of an `if`, columns untouched.
         tree = ast.parse("if 1:\n" + snippet)
@@ -88,11 +91,8 @@ def _check_region(text, start: int, end: int, indent: bool, path) -> list[Findin
     return analyze(tree, Source(snippet, start), path)
 
 
-def _regions(text: str) -> list[tuple[int, int, bool]] | None:
+def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
-    if "\r" in text:
-        return None  # rare line endings: not worth a second line scanner
-    lines = text.split("\n")
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
@@ -109,8 +109,12 @@ def _regions(text: str) -> list[tuple[int, int, bool]] | None:
         if start < covered_until:
             continue
         end = _block_end(lines, start)
-        regions.append((start, end, _indent(lines[start]) > 0))
         covered_until = end
+        block = _BLOCK.match(lines[start].lstrip())
+        is_draft = block and is_draft_backend_class(block.group(2))
+        if not is_draft and not _SECOND_ROLE.search("\n".join(lines[start:end])):
+            continue
+        regions.append((start, end, _indent(lines[start]) > 0))
     return regions
 
 

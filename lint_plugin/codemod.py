@@ -1,0 +1,67 @@
+"""The rewrite as a libcst codemod, for ``python -m libcst.tool codemod``.
+
+    python -m libcst.tool codemod -x --no-format \\
+        lint_plugin.codemod.DraftKvIndicesCommand path/to/backends
+
+``--no-format`` because libcst.tool otherwise runs black over the whole file (and
+fails per file when black is missing); the rewritten statements are already
+wrapped the way black would. ``draft-kv-lint fix`` is the main entry: it adds
+``--diff``, ``--check`` and atomic writes around the same transform.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import libcst as cst
+from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
+
+from lint_plugin.rewrite import (
+    DEFAULT_HELPERS_MODULE,
+    Options,
+    RewriteRefused,
+    rewrite_text,
+)
+
+
+class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
+    DESCRIPTION: str = (
+        "Rewrite inline EAGLE draft kv_indices sizing formulas into "
+        "draft_kv_indices_used_len / draft_kv_indices_buffer_width calls."
+    )
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument(
+            "--unsafe-fixes",
+            action="store_true",
+            help="also size unsized draft buffers (KVI003; changes allocations)",
+        )
+        arg_parser.add_argument(
+            "--helpers-module",
+            default=DEFAULT_HELPERS_MODULE,
+            help="module the helpers are imported from",
+        )
+
+    def __init__(
+        self,
+        context: CodemodContext,
+        unsafe_fixes: bool = False,
+        helpers_module: str = DEFAULT_HELPERS_MODULE,
+    ) -> None:
+        super().__init__(context)
+        self.options = Options(unsafe_fixes=unsafe_fixes, helpers_module=helpers_module)
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        path = self.context.filename or "<module>"
+        try:
+            result = rewrite_text(tree.code, path, self.options)
+        except RewriteRefused as exc:
+            self.warn(str(exc))
+            raise SkipFile(str(exc)) from None
+        for finding in result.applied:
+            if finding.fix.applicability == "unsafe":
+                self.warn(f"{finding.row}:{finding.column}: {finding.fix.message}")
+        if not result.changed:
+            return tree
+        return cst.parse_module(result.text)

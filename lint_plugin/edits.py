@@ -1,0 +1,53 @@
+"""Applying the engine's edits to text: the one way ``fix`` changes an expression.
+
+The edits are exactly those ``check --output-format json`` reports. Comments that
+sat inside a replaced expression are not dropped: they move, unchanged, onto their
+own lines just above the line where the expression started.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from lint_plugin.findings import Edit
+
+_COMMENT = re.compile(r"#[^\r\n]*")
+
+
+def line_starts(text: str) -> list[int]:
+    starts = [0]
+    for match in re.finditer("\n", text):
+        starts.append(match.end())
+    return starts
+
+
+def offsets(edit: Edit, starts: Sequence[int]) -> tuple[int, int]:
+    return (
+        starts[edit.row - 1] + edit.column - 1,
+        starts[edit.end_row - 1] + edit.end_column - 1,
+    )
+
+
+def original_text(text: str, edit: Edit) -> str:
+    start, end = offsets(edit, line_starts(text))
+    return text[start:end]
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """``text`` with non-overlapping ``edits`` applied (later ones first)."""
+    starts = line_starts(text)
+    spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[0])
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+        if start < end:
+            raise ValueError("overlapping edits")
+    for start, end, edit in reversed(spans):
+        comments = _COMMENT.findall(text[start:end])
+        text = text[:start] + edit.content + text[end:]
+        if comments:
+            line_start = text.rfind("\n", 0, start) + 1
+            line = text[line_start:start]
+            indent = line[: len(line) - len(line.lstrip())]
+            moved = "".join(f"{indent}{c.strip()}\n" for c in comments)
+            text = text[:line_start] + moved + text[line_start:]
+    return text

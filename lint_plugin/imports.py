@@ -1,0 +1,139 @@
+"""Making the helpers importable after a rewrite, the way isort (black profile) would.
+
+Chosen behaviour: names go into an existing module-level
+``from <helpers-module> import ...`` (kept sorted as isort orders names); without
+one, a new ``from`` import is placed among the module-level imports of the same
+top-level package in isort's order, or after the last module-level import. A
+function-local import of the module (sglang has them, e.g. in ``__init__``) is
+left alone: it only serves its function, while rewrites land in other methods,
+so the helpers get a module-level import, as upstream's own refactor did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import libcst as cst
+
+
+def ensure_imported(
+    module: cst.Module, names: Iterable[str], helpers_module: str
+) -> cst.Module:
+    """``module`` with every name in ``names`` importable at module level."""
+    wanted = sorted(set(names) - _module_level_names(module))
+    if not wanted:
+        return module
+    body = list(module.body)
+    existing = _existing_import(body, helpers_module)
+    if existing is not None:
+        index, line, node = existing
+        aliases = list(node.names) + [cst.ImportAlias(cst.Name(n)) for n in wanted]
+        aliases.sort(key=lambda a: _isort_name_key(_alias_name(a)))
+        aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
+        new_node = node.with_changes(names=aliases, lpar=None, rpar=None)
+        if len(aliases) > 1 or node.lpar:
+            new_node = new_node.with_changes(
+                lpar=cst.LeftParen(), rpar=cst.RightParen()
+            )
+        body[index] = line.with_changes(body=[new_node, *line.body[1:]])
+        return module.with_changes(body=body)
+    statement = cst.parse_statement(
+        f"from {helpers_module} import {', '.join(wanted)}\n"
+    )
+    body.insert(_insertion_index(body, helpers_module), statement)
+    return module.with_changes(body=body)
+
+
+def _module_level_names(module: cst.Module) -> set[str]:
+    """Names bound at module level by imports or definitions."""
+    names: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            names.add(statement.name.value)
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.ImportFrom) and not isinstance(
+                small.names, cst.ImportStar
+            ):
+                for alias in small.names:
+                    names.add(_bound_name(alias))
+    return names
+
+
+def _existing_import(body, helpers_module):
+    for index, line in enumerate(body):
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        node = line.body[0]
+        if (
+            isinstance(node, cst.ImportFrom)
+            and not node.relative
+            and node.module is not None
+            and _dotted(node.module) == helpers_module
+            and not isinstance(node.names, cst.ImportStar)
+        ):
+            return index, line, node
+    return None
+
+
+def _insertion_index(body, helpers_module: str) -> int:
+    package = helpers_module.split(".")[0]
+    key = helpers_module.lower()
+    last_import = same_package_after = None
+    for index, line in enumerate(body):
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        node = line.body[0]
+        if not isinstance(node, (cst.Import, cst.ImportFrom)):
+            continue
+        last_import = index
+        if isinstance(node, cst.ImportFrom) and node.module and not node.relative:
+            name = _dotted(node.module)
+            if name.split(".")[0] == package:
+                if name.lower() > key:
+                    return index
+                same_package_after = index + 1
+    if same_package_after is not None:
+        return same_package_after
+    if last_import is not None:
+        return last_import + 1
+    return _after_docstring_and_future(body)
+
+
+def _after_docstring_and_future(body) -> int:
+    index = 0
+    if body and isinstance(body[0], cst.SimpleStatementLine):
+        first = body[0].body[0]
+        if isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString):
+            index = 1
+    return index
+
+
+def _isort_name_key(name: str) -> tuple[int, str]:
+    """isort's default order within an import: CONSTANTS, Classes, functions."""
+    if name.isupper() and len(name) > 1:
+        kind = 0
+    elif name[:1].isupper():
+        kind = 1
+    else:
+        kind = 2
+    return kind, name.lower()
+
+
+def _alias_name(alias: cst.ImportAlias) -> str:
+    return _dotted(alias.name)
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return _dotted(alias.name).split(".")[0]
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    raise TypeError(node)

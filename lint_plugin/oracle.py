@@ -1,0 +1,131 @@
+"""The rewrite oracle: is a rewritten expression equal to the original?
+
+Both texts are parsed with ``ast`` (parsing runs nothing) and evaluated by a small
+interpreter of the arithmetic subset: names, attributes, integers, ``+ - *``,
+parentheses and calls of the two helpers, which run on the reference runtime.
+Anything else (a call, a subscript) is an opaque value: equal text, equal value.
+Nothing from the analysed code is imported, executed or ``eval``-ed.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections.abc import Callable, Mapping
+
+from lint_plugin import runtime
+
+_HELPERS: Mapping[str, Callable[..., int]] = {
+    "draft_kv_indices_buffer_width": runtime.draft_kv_indices_buffer_width,
+    "draft_kv_indices_used_len": runtime.draft_kv_indices_used_len,
+}
+_SIGNATURES = {
+    "draft_kv_indices_buffer_width": ("num_seqs", "topk", "max_context_len"),
+    "draft_kv_indices_used_len": ("seq_lens_sum", "topk", "bs", "num_steps"),
+}
+# Small enough that no product of three reaches the int32 refusal, varied enough
+# that a missing or extra factor or a different constant shows.
+_EDGE_VALUES = (0, 1, 2, 3, 7)
+_MAX_VALUE = 97
+
+
+class NotArithmetic(ValueError):
+    """The text is not an expression of the arithmetic subset."""
+
+
+def equivalent(
+    original: str, rewritten: str, trials: int = 200, seed: int = 0
+) -> str | None:
+    """None when both texts agree on every binding tried, else why they differ."""
+    try:
+        before = _parse(original)
+        after = _parse(rewritten)
+    except NotArithmetic as exc:
+        return str(exc)
+    atoms = sorted(_atoms(before) | _atoms(after))
+    rng = random.Random(seed)
+    for trial in range(trials):
+        if trial < len(_EDGE_VALUES):
+            bindings = {a: _EDGE_VALUES[trial] for a in atoms}
+        else:
+            bindings = {a: rng.randint(0, _MAX_VALUE) for a in atoms}
+        try:
+            left, right = evaluate(before, bindings), evaluate(after, bindings)
+        except NotArithmetic as exc:
+            return str(exc)
+        if left != right:
+            shown = ", ".join(f"{a}={v}" for a, v in sorted(bindings.items()))
+            return f"`{original}` is {left} but `{rewritten}` is {right} at {shown}"
+    return None
+
+
+def evaluate(node: ast.expr, bindings: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left = evaluate(node.left, bindings)
+        return _OPS[type(node.op)](left, evaluate(node.right, bindings))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -evaluate(node.operand, bindings)
+    if isinstance(node, ast.Call) and _callee(node) in _HELPERS:
+        return _call_helper(node, bindings)
+    return bindings[_atom_key(node)]
+
+
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+}
+
+
+def _call_helper(node: ast.Call, bindings: Mapping[str, int]) -> int:
+    name = _callee(node)
+    params = _SIGNATURES[name]
+    if any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) > len(
+        params
+    ):
+        raise NotArithmetic(f"cannot read the arguments of {name}(...)")
+    values = {p: evaluate(a, bindings) for p, a in zip(params, node.args)}
+    for keyword in node.keywords:
+        if keyword.arg not in params or keyword.arg in values:
+            raise NotArithmetic(f"bad keyword {keyword.arg!r} in {name}(...)")
+        values[keyword.arg] = evaluate(keyword.value, bindings)
+    if set(values) != set(params):
+        raise NotArithmetic(f"{name}(...) is missing arguments")
+    return _HELPERS[name](**values)
+
+
+def _parse(text: str) -> ast.expr:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise NotArithmetic(f"`{text}` does not parse: {exc.msg}") from None
+
+
+def _callee(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _atom_key(node: ast.expr) -> str:
+    return ast.unparse(node)  # text only: unparsing runs nothing
+
+
+def _atoms(node: ast.expr) -> set[str]:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return set()
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _atoms(node.left) | _atoms(node.right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _atoms(node.operand)
+    if isinstance(node, ast.Call) and _callee(node) in _HELPERS:
+        found: set[str] = set()
+        for arg in (*node.args, *(k.value for k in node.keywords)):
+            found |= _atoms(arg)
+        return found
+    return {_atom_key(node)}
