@@ -204,9 +204,11 @@ class _Walker:
             return
         width_node = shape[1]
         width = build(width_node, AST, scope.aliases)
-        target = self._targets.get(id(call), "")
-        if "kv_indices" not in target and not mentions_role(
-            width, Role.MAX_CONTEXT_LEN
+        # A kv_indices row is context-sized; other per-step buffers (kv_indptr,
+        # masks) are another rule's business.
+        target = self._targets.get(id(call))
+        if not mentions_role(width, Role.MAX_CONTEXT_LEN) or (
+            target is not None and "kv_indices" not in target
         ):
             return
         if _is_sized(width_node, width, scope):

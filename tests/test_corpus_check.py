@@ -1,0 +1,89 @@
+"""The ecosystem check: the real sglang releases, downloaded at test time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from corpus import BACKENDS
+from lint_plugin.scan import check_source
+
+# (file, row, code) of every site in 0.5.12.post1's four backends.
+EXPECTED_OLD = {
+    ("flashinfer_backend.py", 1589, "KVI001"),
+    ("flashinfer_backend.py", 1600, "KVI002"),
+    ("flashinfer_backend.py", 1619, "KVI003"),
+    ("flashinfer_mla_backend.py", 984, "KVI001"),
+    ("flashinfer_mla_backend.py", 992, "KVI002"),
+    ("flashinfer_mla_backend.py", 1011, "KVI003"),
+    ("triton_backend.py", 1326, "KVI001"),
+    ("triton_backend.py", 1334, "KVI002"),
+    ("triton_backend.py", 1353, "KVI003"),
+    ("aiter_backend.py", 3219, "KVI001"),
+    ("aiter_backend.py", 3227, "KVI002"),
+    ("aiter_backend.py", 3246, "KVI003"),
+}
+
+
+def findings_in(folder: Path) -> set[tuple[str, int, str]]:
+    found = set()
+    for path in sorted(folder.rglob("*.py")):
+        for finding in check_source(path.read_bytes(), str(path)):
+            found.add((str(path.relative_to(folder)), finding.row, finding.code))
+    return found
+
+
+def test_old_backends_have_exactly_the_twelve_sites(old_attention: Path) -> None:
+    found = set()
+    for name in BACKENDS:
+        path = old_attention / name
+        found |= {(name, f.row, f.code) for f in check_source(path.read_bytes(), name)}
+    assert found == EXPECTED_OLD
+    assert Counter(code for _, _, code in found) == {"KVI001": 4, "KVI002": 4, "KVI003": 4}
+
+
+def test_old_attention_folder_has_nothing_else(old_attention: Path) -> None:
+    assert findings_in(old_attention) == EXPECTED_OLD
+
+
+def test_new_attention_folder_is_clean(new_attention: Path) -> None:
+    assert findings_in(new_attention) == set()
+
+
+def test_new_speculative_folder_is_clean(new_attention: Path) -> None:
+    # spec_utils.py holds the helpers' own definitions: never findings.
+    speculative = new_attention.parent.parent / "speculative"
+    assert (speculative / "spec_utils.py").exists()
+    assert findings_in(speculative) == set()
+
+
+def _flake8(paths: list[Path], cwd: Path) -> set[tuple[str, int, int, str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--format", "%(path)s|%(row)d|%(col)d|%(code)s", *map(str, paths)],
+        capture_output=True, text=True, cwd=cwd,
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    rows = set()
+    for line in result.stdout.splitlines():
+        path, row, col, code = line.split("|")
+        rows.add((Path(path).name, int(row), int(col), code))
+    return rows
+
+
+@pytest.mark.parametrize("version", ["old", "new"])
+def test_flake8_reports_what_check_reports(
+    version: str, old_attention: Path, new_attention: Path
+) -> None:
+    folder = old_attention if version == "old" else new_attention
+    paths = [folder / name for name in BACKENDS]
+    expected = set()
+    for path in paths:
+        for f in check_source(path.read_bytes(), str(path)):
+            expected.add((path.name, f.row, f.column, f.code))
+    assert _flake8(paths, folder) == expected
+    assert len(expected) == (12 if version == "old" else 0)

@@ -1,0 +1,166 @@
+"""Each rule's own VALID/INVALID examples, then the variants the matcher must see
+through (Fixit style: the examples are the spec)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lint_plugin.rules import RULES
+from lint_plugin.scan import check_source
+
+
+def codes(source: str) -> list[str]:
+    return [f.code for f in check_source(source.encode(), "snippet.py")]
+
+
+VALID = [
+    pytest.param(code, ex.code, id=f"{code}-valid-{i}")
+    for code, rule in RULES.items()
+    for i, ex in enumerate(rule.valid)
+]
+INVALID = [
+    pytest.param(code, ex.code, id=f"{code}-invalid-{i}")
+    for code, rule in RULES.items()
+    for i, ex in enumerate(rule.invalid)
+]
+
+
+@pytest.mark.parametrize(("code", "source"), VALID)
+def test_valid_example_has_no_finding_of_its_rule(code: str, source: str) -> None:
+    assert code not in codes(source)
+
+
+@pytest.mark.parametrize(("code", "source"), INVALID)
+def test_invalid_example_has_a_finding_of_its_rule(code: str, source: str) -> None:
+    assert codes(source).count(code) == 1
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_rule_docs_have_rufflike_sections(code: str) -> None:
+    doc = RULES[code].render()
+    for heading in ("## What it does", "## Why is this bad?", "## Example"):
+        assert heading in doc
+    assert "## Fix safety" in doc
+
+
+def snippet(body: str) -> str:
+    """``body`` as a method of a multi-step draft backend."""
+    return "class XMultiStepDraftBackend:\n    def f(self, forward_batch, i):\n" + (
+        textwrap.indent(textwrap.dedent(body), " " * 8)
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param("n = seq_lens_sum * self.topk + bs * (i + 1)\n", ["KVI001"], id="plain"),
+        pytest.param("n = (i + 1) * bs + self.topk * seq_lens_sum\n", ["KVI001"], id="commuted"),
+        pytest.param("n = ((seq_lens_sum * (self.topk))) + ((bs) * (i + 1))\n", ["KVI001"], id="parens"),
+        pytest.param(
+            "n = (\n    seq_lens_sum  # prefix slots\n    * self.topk\n"
+            "    + bs * (i + 1)  # drafts\n)\n",
+            ["KVI001"],
+            id="split-with-comments",
+        ),
+        pytest.param(
+            "topk = self.topk\nn = seq_lens_sum * topk + bs * (i + 1)\n",
+            ["KVI001"],
+            id="local-topk",
+        ),
+        pytest.param(
+            "k = self.topk\nn = seq_lens_sum * k + bs * (i + 1)\n",
+            ["KVI001"],
+            id="alias-of-topk",
+        ),
+        pytest.param(
+            "n = seq_lens_sum * self.topk + bs * (i + 1) + 16\n", ["KVI001"], id="in-longer-sum"
+        ),
+        pytest.param(
+            "n = extra + seq_lens_sum * self.topk + extra2 + bs * self.speculative_num_steps\n",
+            ["KVI001"],
+            id="in-longer-sum-apart",
+        ),
+        pytest.param(
+            "n = seq_lens_sum * self.topk + num_seqs * self.topk * (i + 1)\n",
+            ["KVI001"],
+            id="bs-spelled-out",
+        ),
+        pytest.param(
+            "a, b = seq_lens_sum * self.topk + bs * (i + 1), x * self.topk * self.max_context_len\n",
+            ["KVI001", "KVI002"],
+            id="two-sites-one-line",
+        ),
+        pytest.param(
+            "w = self.max_context_len * forward_batch.batch_size * self.topk\n",
+            ["KVI002"],
+            id="width-commuted",
+        ),
+        pytest.param(
+            "w = (forward_batch.batch_size\n     * self.topk)  * self.max_context_len\n",
+            ["KVI002"],
+            id="width-regrouped",
+        ),
+        pytest.param("n = batch_size * self.topk + 1\n", [], id="near-miss-batch"),
+        pytest.param("n = max_bs * self.topk + 1\n", [], id="near-miss-max-bs"),
+        pytest.param("w = max_bs * self.max_context_len\n", [], id="near-miss-no-topk"),
+        pytest.param("n = seq_lens_sum * self.topk + bs * i\n", [], id="near-miss-steps"),
+        pytest.param("n = seq_lens_sum + bs * (i + 1)\n", [], id="near-miss-no-topk-in-prefix"),
+    ],
+)
+def test_variants(body: str, expected: list[str]) -> None:
+    assert sorted(codes(snippet(body))) == expected
+
+
+def test_findings_point_at_the_expression_start() -> None:
+    (finding,) = check_source(
+        snippet("n = (\n    seq_lens_sum * self.topk\n    + bs * (i + 1)\n)\n").encode(), "x.py"
+    )
+    assert (finding.row, finding.column) == (4, 13)
+
+
+def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:
+    source = (
+        "import torch\n\nclass FooAttnBackend:\n"
+        "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (max_bs * self.max_context_len,), dtype=torch.int32\n"
+        "        )\n"
+    )
+    assert codes(source) == []
+
+
+def test_helper_definitions_are_not_findings() -> None:
+    source = (
+        "def draft_kv_indices_buffer_width(num_seqs, topk, max_context_len):\n"
+        "    return num_seqs * topk * max_context_len\n\n\n"
+        "def draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps):\n"
+        "    return seq_lens_sum * topk + bs * num_steps\n"
+    )
+    assert codes(source) == []
+
+
+KVI003_CASES = [
+    ("torch.zeros((self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
+    ("torch.empty(self.speculative_num_steps, max_bs * self.max_context_len)", ["KVI003"]),
+    ("torch.zeros(size=(self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
+    ("torch.full((self.speculative_num_steps, max_bs * self.max_context_len), -1)", ["KVI003"]),
+    ("torch.empty_strided((self.speculative_num_steps, max_bs * self.max_context_len), (1, 1))", ["KVI003"]),
+    ("self.kv_indptr.new_zeros((self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
+    ("torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.max_context_len))", ["KVI002"]),
+    ("torch.zeros((self.speculative_num_steps, width))", []),
+    ("torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.sliding_window_size))", []),
+    ("torch.zeros((self.speculative_num_steps, max_bs + 1))", []),
+]
+
+
+@pytest.mark.parametrize(("call", "expected"), KVI003_CASES)
+def test_unsized_allocation_forms(call: str, expected: list[str]) -> None:
+    source = (
+        "import torch\n\nclass XMultiStepDraftBackend:\n"
+        "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+        "        width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)\n"
+        f"        self.cuda_graph_kv_indices = {call}\n"
+    )
+    assert codes(source) == expected
