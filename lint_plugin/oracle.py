@@ -98,7 +98,8 @@ def _call_helper(node: ast.Call, bindings: Mapping[str, int]) -> int:
 
 def _parse(text: str) -> ast.expr:
     try:
-        return ast.parse(text.strip(), mode="eval").body
+        # Parenthesised, a span that crosses lines or holds comments parses alone.
+        return ast.parse(f"(\n{text}\n)", mode="eval").body
     except SyntaxError as exc:
         raise NotArithmetic(f"`{text}` does not parse: {exc.msg}") from None
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint_plugin.edits import apply_edits, original_text
-from lint_plugin.findings import Finding
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
 
@@ -27,7 +28,8 @@ class Options:
     unsafe_fixes: bool = False
     helpers_module: str = DEFAULT_HELPERS_MODULE
     wrap: bool = True  # format rewritten statements to the line length
-    keep: Callable[[Finding], bool] = lambda finding: True  # noqa and selection
+    # Selection (--select/--ignore); noqa directives are always honoured.
+    selected: Callable[[Finding], bool] = lambda finding: True
 
 
 @dataclass
@@ -46,9 +48,11 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
     Raises SyntaxError when the file does not parse and RewriteRefused when a
     safe rewrite is not provably equal to the original.
     """
-    findings = [f for f in check_source(text.encode(), path) if options.keep(f)]
-    if any(f.code == "E999" for f in findings):
-        raise SyntaxError(findings[0].message)
+    findings = check_source(text.encode(), path)
+    errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
+    if errors:
+        raise SyntaxError(f"{errors[0].row}:{errors[0].column}: {errors[0].message}")
+    findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
     applied = [f for f in findings if _applicable(f, options)]
     if not applied:
         return Rewrite(text)

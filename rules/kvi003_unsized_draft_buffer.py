@@ -15,6 +15,14 @@ class FooMultiStepDraftBackend:
         )
 """
 
+_FIXED = _TEMPLATE.replace(
+    "            (self.speculative_num_steps, {width}),\n",
+    "            (\n"
+    "                self.speculative_num_steps,\n"
+    "                draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len),\n"
+    "            ),\n",
+)
+
 RULE = Rule(
     code="KVI003",
     name="unsized-draft-kv-indices-buffer",
@@ -88,16 +96,12 @@ the class has no visible topk or the function no sequence count.
     invalid=(
         Example(
             _TEMPLATE.format(width="max_bs * self.max_context_len"),
-            _TEMPLATE.format(
-                width="draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)"
-            ),
+            _FIXED,
             unsafe=True,
         ),
         Example(
             _TEMPLATE.format(width="max_num_tokens * self.max_context_len"),
-            _TEMPLATE.format(
-                width="draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)"
-            ),
+            _FIXED,
             unsafe=True,
         ),
     ),
