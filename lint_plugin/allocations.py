@@ -6,7 +6,8 @@ import ast
 import re
 
 # A class is a multi-step draft backend when its name says so, whatever the prefix:
-# FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future FooDraftMultiStep.
+# FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future
+# FooDraftMultiStepBackend.
 DRAFT_CLASS = re.compile(r"\w*(?:MultiStep\w*Draft|Draft\w*MultiStep)\w*")
 
 _TORCH_ALLOCATORS = frozenset({"empty", "zeros", "ones", "full", "empty_strided"})

@@ -126,7 +126,9 @@ class _Walker:
         owner_span = src.span(match.owner.node)
         if isinstance(match.owner, Sum):
             spans = [
-                src.widen_to_parens(src.span(match.owner.terms[i].expr.node), owner_span)
+                src.widen_to_parens(
+                    src.span(match.owner.terms[i].expr.node), owner_span
+                )
                 for i in match.terms
             ]
             shown = (spans[0][0], spans[-1][1])
@@ -222,7 +224,9 @@ class _Walker:
         """``count * max_context_len`` -> the helper with the class's topk."""
         if not isinstance(width, Product) or len(width.factors) != 2:
             return None
-        mcl = [f for f in width.factors if getattr(f, "role", None) is Role.MAX_CONTEXT_LEN]
+        mcl = [
+            f for f in width.factors if getattr(f, "role", None) is Role.MAX_CONTEXT_LEN
+        ]
         if len(mcl) != 1:
             return None
         (count,) = (f for f in width.factors if f is not mcl[0])
@@ -284,9 +288,13 @@ def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef, outer: _Scope | None):
             continue
         scope.assigned.add(target.id)
         value = build(sub.value, AST, scope.aliases)
-        if isinstance(value, Leaf) and value.role is not None and value.name:
-            if role_of_name(target.id) is None:
-                scope.aliases[target.id] = value.role
+        # `k = self.topk` makes `k` a topk; a name with its own role keeps it.
+        if (
+            isinstance(value, Leaf)
+            and value.role is not None
+            and role_of_name(target.id) is None
+        ):
+            scope.aliases[target.id] = value.role
         if _is_sized(sub.value, value, scope):
             scope.sized.add(target.id)
     return scope

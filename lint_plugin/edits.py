@@ -7,6 +7,7 @@ own lines just above the line where the expression started.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -38,7 +39,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """``text`` with non-overlapping ``edits`` applied (later ones first)."""
     starts = line_starts(text)
     spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[0])
-    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):
+    for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         if start < end:
             raise ValueError("overlapping edits")
     for start, end, edit in reversed(spans):

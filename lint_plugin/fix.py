@@ -16,13 +16,12 @@ from __future__ import annotations
 import codecs
 import difflib
 import os
-import stat
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from lint_plugin.atomic import write_atomic
 from lint_plugin.findings import FileError
 from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
 from lint_plugin.scan import SourceError, decode
@@ -42,9 +41,11 @@ def run_fix(
     *,
     diff: bool = False,
     check: bool = False,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
     report = FixReport()
     for path in files:
         outcome = fix_file(path, options, write=not (diff or check))
@@ -70,8 +71,8 @@ def run_fix(
                 difflib.unified_diff(
                     before.splitlines(keepends=True),
                     after.splitlines(keepends=True),
-                    fromfile=f"a/{path}",
-                    tofile=f"b/{path}",
+                    fromfile=_diff_name("a", path),
+                    tofile=_diff_name("b", path),
                 )
             )
         elif check:
@@ -108,32 +109,14 @@ def fix_file(path: str, options: Options, *, write: bool):
     if rewrite.changed and write:
         encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode("utf-8")
         try:
-            write_atomically(path, encoded)
+            write_atomic(path, encoded)
         except OSError as exc:
             return FileError(path, f"cannot write: {exc.strerror or exc}")
     return before, after, rewrite
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace ``path``'s content in one rename, keeping its mode (and the link,
-    when ``path`` is a symbolic link)."""
-    target = os.path.realpath(path)
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    folder = os.path.dirname(target) or "."
-    handle, temporary = tempfile.mkstemp(
-        dir=folder, prefix=".draft-kv-lint-", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+def _diff_name(side: str, path: str) -> str:
+    return path if os.path.isabs(path) else f"{side}/{path}"
 
 
 def _summarise(report: FixReport, dry_run: bool, err: TextIO) -> None:

@@ -37,7 +37,9 @@ _STRONG_ROLES = frozenset(
     {Role.TOPK, Role.SEQ_LENS_SUM, Role.MAX_CONTEXT_LEN, Role.NUM_STEPS}
 )
 
-Arg = tuple[Expr, ...]  # factors multiplied together (``bs`` may be ``num_seqs * topk``)
+Arg = tuple[
+    Expr, ...
+]  # factors multiplied together (``bs`` may be ``num_seqs * topk``)
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,9 +148,10 @@ def misplaced_arguments(
     for slot, role in roles:
         if slot not in expected or role is None:
             continue
-        if role in _STRONG_ROLES and role is not expected[slot]:
-            problems.append((slot, role))
-        elif role is Role.TOKENS and slot == "num_seqs":
+        strong_elsewhere = role in _STRONG_ROLES and role is not expected[slot]
+        # A token count already includes topk: as num_seqs it counts topk twice.
+        tokens_as_seqs = role is Role.TOKENS and slot == "num_seqs"
+        if strong_elsewhere or tokens_as_seqs:
             problems.append((slot, role))
     return problems
 

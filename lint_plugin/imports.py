@@ -40,8 +40,35 @@ def ensure_imported(
     statement = cst.parse_statement(
         f"from {helpers_module} import {', '.join(wanted)}\n"
     )
-    body.insert(_insertion_index(body, helpers_module), statement)
+    index = _insertion_index(body, helpers_module)
+    if index < len(body):
+        if index == 0:
+            # The new import becomes the first statement: it takes over the
+            # comments and blank lines that led the old first one.
+            statement = statement.with_changes(leading_lines=body[0].leading_lines)
+            body[0] = body[0].with_changes(leading_lines=())
+        body[index] = _separated_from_imports(body[index])
+    body.insert(index, statement)
     return module.with_changes(body=body)
+
+
+def _separated_from_imports(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """Blank lines black and ruff format want between an import and what follows:
+    two before a top-level def or class, one before other code, none before an
+    import."""
+    if isinstance(statement, cst.SimpleStatementLine) and isinstance(
+        statement.body[0], (cst.Import, cst.ImportFrom)
+    ):
+        return statement
+    wanted = 2 if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) else 1
+    lines = list(statement.leading_lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    if blank >= wanted:
+        return statement
+    extra = [cst.EmptyLine()] * (wanted - blank)
+    return statement.with_changes(leading_lines=[*extra, *lines])
 
 
 def _module_level_names(module: cst.Module) -> set[str]:

@@ -86,7 +86,7 @@ def _call_helper(node: ast.Call, bindings: Mapping[str, int]) -> int:
         params
     ):
         raise NotArithmetic(f"cannot read the arguments of {name}(...)")
-    values = {p: evaluate(a, bindings) for p, a in zip(params, node.args)}
+    values = {p: evaluate(a, bindings) for p, a in zip(params, node.args, strict=False)}
     for keyword in node.keywords:
         if keyword.arg not in params or keyword.arg in values:
             raise NotArithmetic(f"bad keyword {keyword.arg!r} in {name}(...)")

@@ -14,7 +14,9 @@ class KvIndicesWidthOverflow(ValueError):
     """The row width would overflow the int32 flat offsets the index kernel uses."""
 
 
-def draft_kv_indices_buffer_width(num_seqs: int, topk: int, max_context_len: int) -> int:
+def draft_kv_indices_buffer_width(
+    num_seqs: int, topk: int, max_context_len: int
+) -> int:
     """Per-step row width of the EAGLE draft-decode kv_indices buffer.
 
     ``num_seqs * topk`` branches each attend up to ``max_context_len`` KV slots; the

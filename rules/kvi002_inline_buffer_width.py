@@ -58,7 +58,9 @@ assertion that the width stays below 2**31, which the int32 kernel needs anyway.
         Example("w = batch_size * self.topk * self.sliding_window_size\n"),
         Example("w = 2 * self.topk * self.max_context_len\n"),
         Example("w = bs * self.topk * self.max_context_len * 2\n"),
-        Example("w = draft_kv_indices_buffer_width(bs, self.topk, self.max_context_len)\n"),
+        Example(
+            "w = draft_kv_indices_buffer_width(bs, self.topk, self.max_context_len)\n"
+        ),
     ),
     invalid=(
         Example(

@@ -85,7 +85,9 @@ the class has no visible topk or the function no sequence count.
                 width="draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)"
             )
         ),
-        Example(_TEMPLATE.format(width="max_bs * self.topk * self.sliding_window_size")),
+        Example(
+            _TEMPLATE.format(width="max_bs * self.topk * self.sliding_window_size")
+        ),
         Example(_TEMPLATE.format(width="max_bs + 1")),
         Example(
             _TEMPLATE.replace("FooMultiStepDraftBackend", "FooAttnBackend").format(

@@ -34,12 +34,20 @@ No fix: which argument is wrong is for a person to decide.
 """,
     valid=(
         Example("n = draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)\n"),
-        Example("w = draft_kv_indices_buffer_width(max_bs, topk=self.topk, max_context_len=m)\n"),
+        Example(
+            "w = draft_kv_indices_buffer_width(max_bs, topk=self.topk, max_context_len=m)\n"
+        ),
     ),
     invalid=(
         Example("n = draft_kv_indices_used_len(seq_lens_sum, bs, self.topk, i + 1)\n"),
-        Example("w = draft_kv_indices_buffer_width(self.max_context_len, self.topk, bs)\n"),
-        Example("w = draft_kv_indices_buffer_width(max_num_tokens, self.topk, self.max_context_len)\n"),
-        Example("n = spec_utils.draft_kv_indices_used_len(topk=seq_lens_sum, seq_lens_sum=k, bs=1, num_steps=1)\n"),
+        Example(
+            "w = draft_kv_indices_buffer_width(self.max_context_len, self.topk, bs)\n"
+        ),
+        Example(
+            "w = draft_kv_indices_buffer_width(max_num_tokens, self.topk, self.max_context_len)\n"
+        ),
+        Example(
+            "n = spec_utils.draft_kv_indices_used_len(topk=seq_lens_sum, seq_lens_sum=k, bs=1, num_steps=1)\n"
+        ),
     ),
 )

@@ -24,7 +24,7 @@ def without_helper_import(text: str) -> str:
     """The text as if the helpers were already imported (the formatter puts a
     blank line after an import it adds at the very top)."""
     text = re.sub(rf"^from {HELPERS} import [^\n]*\n", "", text, flags=re.M)
-    return text.removeprefix("\n")
+    return text.lstrip("\n")
 
 
 FIXABLE = [
@@ -117,7 +117,9 @@ VARIANTS = [
         id="comments-kept",
     ),
     pytest.param(
-        "n = batch_size * self.topk + 1\n", "n = batch_size * self.topk + 1\n", id="near-miss"
+        "n = batch_size * self.topk + 1\n",
+        "n = batch_size * self.topk + 1\n",
+        id="near-miss",
     ),
 ]
 

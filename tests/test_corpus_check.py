@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from corpus import BACKENDS
+
 from lint_plugin.scan import check_source
 
 # (file, row, code) of every site in 0.5.12.post1's four backends.
@@ -43,7 +43,11 @@ def test_old_backends_have_exactly_the_twelve_sites(old_attention: Path) -> None
         path = old_attention / name
         found |= {(name, f.row, f.code) for f in check_source(path.read_bytes(), name)}
     assert found == EXPECTED_OLD
-    assert Counter(code for _, _, code in found) == {"KVI001": 4, "KVI002": 4, "KVI003": 4}
+    assert Counter(code for _, _, code in found) == {
+        "KVI001": 4,
+        "KVI002": 4,
+        "KVI003": 4,
+    }
 
 
 def test_old_attention_folder_has_nothing_else(old_attention: Path) -> None:

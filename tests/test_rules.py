@@ -55,9 +55,17 @@ def snippet(body: str) -> str:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        pytest.param("n = seq_lens_sum * self.topk + bs * (i + 1)\n", ["KVI001"], id="plain"),
-        pytest.param("n = (i + 1) * bs + self.topk * seq_lens_sum\n", ["KVI001"], id="commuted"),
-        pytest.param("n = ((seq_lens_sum * (self.topk))) + ((bs) * (i + 1))\n", ["KVI001"], id="parens"),
+        pytest.param(
+            "n = seq_lens_sum * self.topk + bs * (i + 1)\n", ["KVI001"], id="plain"
+        ),
+        pytest.param(
+            "n = (i + 1) * bs + self.topk * seq_lens_sum\n", ["KVI001"], id="commuted"
+        ),
+        pytest.param(
+            "n = ((seq_lens_sum * (self.topk))) + ((bs) * (i + 1))\n",
+            ["KVI001"],
+            id="parens",
+        ),
         pytest.param(
             "n = (\n    seq_lens_sum  # prefix slots\n    * self.topk\n"
             "    + bs * (i + 1)  # drafts\n)\n",
@@ -75,7 +83,9 @@ def snippet(body: str) -> str:
             id="alias-of-topk",
         ),
         pytest.param(
-            "n = seq_lens_sum * self.topk + bs * (i + 1) + 16\n", ["KVI001"], id="in-longer-sum"
+            "n = seq_lens_sum * self.topk + bs * (i + 1) + 16\n",
+            ["KVI001"],
+            id="in-longer-sum",
         ),
         pytest.param(
             "n = extra + seq_lens_sum * self.topk + extra2 + bs * self.speculative_num_steps\n",
@@ -105,8 +115,12 @@ def snippet(body: str) -> str:
         pytest.param("n = batch_size * self.topk + 1\n", [], id="near-miss-batch"),
         pytest.param("n = max_bs * self.topk + 1\n", [], id="near-miss-max-bs"),
         pytest.param("w = max_bs * self.max_context_len\n", [], id="near-miss-no-topk"),
-        pytest.param("n = seq_lens_sum * self.topk + bs * i\n", [], id="near-miss-steps"),
-        pytest.param("n = seq_lens_sum + bs * (i + 1)\n", [], id="near-miss-no-topk-in-prefix"),
+        pytest.param(
+            "n = seq_lens_sum * self.topk + bs * i\n", [], id="near-miss-steps"
+        ),
+        pytest.param(
+            "n = seq_lens_sum + bs * (i + 1)\n", [], id="near-miss-no-topk-in-prefix"
+        ),
     ],
 )
 def test_variants(body: str, expected: list[str]) -> None:
@@ -115,7 +129,10 @@ def test_variants(body: str, expected: list[str]) -> None:
 
 def test_findings_point_at_the_expression_start() -> None:
     (finding,) = check_source(
-        snippet("n = (\n    seq_lens_sum * self.topk\n    + bs * (i + 1)\n)\n").encode(), "x.py"
+        snippet(
+            "n = (\n    seq_lens_sum * self.topk\n    + bs * (i + 1)\n)\n"
+        ).encode(),
+        "x.py",
     )
     assert (finding.row, finding.column) == (4, 13)
 
@@ -142,15 +159,39 @@ def test_helper_definitions_are_not_findings() -> None:
 
 
 KVI003_CASES = [
-    ("torch.zeros((self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
-    ("torch.empty(self.speculative_num_steps, max_bs * self.max_context_len)", ["KVI003"]),
-    ("torch.zeros(size=(self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
-    ("torch.full((self.speculative_num_steps, max_bs * self.max_context_len), -1)", ["KVI003"]),
-    ("torch.empty_strided((self.speculative_num_steps, max_bs * self.max_context_len), (1, 1))", ["KVI003"]),
-    ("self.kv_indptr.new_zeros((self.speculative_num_steps, max_bs * self.max_context_len))", ["KVI003"]),
-    ("torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.max_context_len))", ["KVI002"]),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.empty(self.speculative_num_steps, max_bs * self.max_context_len)",
+        ["KVI003"],
+    ),
+    (
+        "torch.zeros(size=(self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.full((self.speculative_num_steps, max_bs * self.max_context_len), -1)",
+        ["KVI003"],
+    ),
+    (
+        "torch.empty_strided((self.speculative_num_steps, max_bs * self.max_context_len), (1, 1))",
+        ["KVI003"],
+    ),
+    (
+        "self.kv_indptr.new_zeros((self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.max_context_len))",
+        ["KVI002"],
+    ),
     ("torch.zeros((self.speculative_num_steps, width))", []),
-    ("torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.sliding_window_size))", []),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.sliding_window_size))",
+        [],
+    ),
     ("torch.zeros((self.speculative_num_steps, max_bs + 1))", []),
 ]
 

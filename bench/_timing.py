@@ -1,0 +1,164 @@
+"""Shared pieces of the benchmark scripts: tool lookup, corpus access, timing, table.
+
+Only the standard library is used, so the scripts run wherever the package and its
+test extras are installed.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSION = "0.5.12.post1"  # the last release with the four inline copies
+
+
+class BenchError(RuntimeError):
+    """A precondition is missing (tool, corpus); the message says which."""
+
+
+def corpus_module():  # type: ignore[no-untyped-def]
+    """``tests/corpus.py``, which downloads and unpacks the pinned sglang wheels.
+
+    Imported from the tests folder rather than copied so the benchmark measures
+    exactly the files the corpus tests check.
+    """
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import corpus
+
+    return corpus
+
+
+def tool(name: str) -> str:
+    """The console script ``name``, preferring the one next to ``sys.executable``.
+
+    pyenv and similar put shell-script shims first on PATH; going through a shim
+    adds tens of milliseconds to every run and would blur the small-file cases, so
+    the interpreter's own bin folder wins.
+    """
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    found = found or shutil.which(name)
+    if found is None:
+        raise BenchError(
+            f"console script {name!r} not found next to {sys.executable} nor on PATH"
+        )
+    return found
+
+
+def runs_ok(cmd: Sequence[str]) -> bool:
+    """Whether ``cmd`` exits 0 (used to probe for a subcommand before timing it)."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def time_command(cmd: Sequence[str], cwd: Path) -> float:
+    """Wall seconds of one run, output discarded, exit code ignored.
+
+    Linters exit non-zero when they report something; that is the normal case on
+    the corpus, so the exit code says nothing about a failed benchmark run (the
+    warm-up's ``probe`` checks that instead).
+    """
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Probe:
+    seconds: float
+    returncode: int
+    stdout_lines: int
+    stderr_tail: str
+
+
+def probe(cmd: Sequence[str], cwd: Path) -> Probe:
+    """The warm-up run, with output kept, so a tool that checked nothing shows up.
+
+    A linter that silently skipped the corpus (config excludes it, wrong path)
+    would otherwise win every timing by doing no work.
+    """
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    seconds = time.perf_counter() - start
+    tail = done.stderr.strip().splitlines()[-1:] if done.stderr.strip() else []
+    return Probe(seconds, done.returncode, len(done.stdout.splitlines()), "".join(tail))
+
+
+def interleaved(
+    ours: Callable[[], float], theirs: Callable[[], float], repeat: int
+) -> tuple[list[float], list[float]]:
+    """``repeat`` timings of each, alternating A B A B so slow drift (thermal,
+    other load, page cache) hits both sides alike instead of one block."""
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(repeat):
+        a.append(ours())
+        b.append(theirs())
+    return a, b
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    ours: list[float]
+    theirs: list[float]
+    goal: float  # the largest acceptable ours/theirs ratio of medians
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ours) / statistics.median(self.theirs)
+
+    @property
+    def met(self) -> bool:
+        return self.ratio <= self.goal
+
+
+def describe(samples: Sequence[float]) -> str:
+    return (
+        f"median {statistics.median(samples):.3f}s  min {min(samples):.3f}s  "
+        f"max {max(samples):.3f}s"
+    )
+
+
+def print_environment(repeat: int) -> None:
+    cpus = os.cpu_count()
+    # The usable count is what matters on a container with a CPU mask.
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    affinity = len(usable) if usable is not None else cpus
+    print(f"Python {platform.python_version()} ({sys.executable})")
+    print(f"Platform {platform.platform()}; CPUs: {cpus} (usable: {affinity})")
+    print(f"{repeat} interleaved repetitions per command after one warm-up run each.")
+    print("Ratios compare medians measured in the same run, interleaved; absolute")
+    print("seconds depend on the machine and its load, the ratios are the result.")
+    print()
+
+
+def print_table(rows: Sequence[Row]) -> None:
+    headers = ("case", "ours median s", "baseline median s", "ratio", "goal", "met?")
+    body = [
+        (
+            row.case,
+            f"{statistics.median(row.ours):.3f}",
+            f"{statistics.median(row.theirs):.3f}",
+            f"{row.ratio:.2f}x",
+            f"<= {row.goal:.2f}x",
+            "yes" if row.met else "NO",
+        )
+        for row in rows
+    ]
+    widths = [max(len(r[i]) for r in (headers, *body)) for i in range(len(headers))]
+    for line in (headers, tuple("-" * w for w in widths), *body):
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)))

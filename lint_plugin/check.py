@@ -1,0 +1,82 @@
+"""The ``check`` pipeline for a list of files: read, scan, select, honour noqa.
+
+Kept apart from the command line so ``fix`` and tests can run it directly. Every
+file is independent: a file that cannot be read or decoded becomes a ``FileError``
+and the others are still checked; an unexpected exception from the engine on one
+file is recorded as a crash (the CLI then exits 2) instead of hiding the findings of
+every other file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lint_plugin.files import read_source
+from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
+from lint_plugin.noqa import apply_noqa
+from lint_plugin.selection import Selection
+
+
+@dataclass
+class FileReport:
+    """One file's reportable findings and the bytes they were found in."""
+
+    path: str
+    data: bytes
+    findings: list[Finding]
+
+
+@dataclass
+class CheckResult:
+    reports: list[FileReport] = field(default_factory=list)  # files with findings
+    errors: list[FileError] = field(default_factory=list)  # could not be checked
+    crashes: list[FileError] = field(default_factory=list)  # the engine failed
+    files_checked: int = 0
+
+    @property
+    def findings(self) -> list[Finding]:
+        found = [f for report in self.reports for f in report.findings]
+        return sorted(found, key=lambda f: f.sort_key)
+
+
+def check_bytes(data: bytes, path: str, selection: Selection) -> list[Finding]:
+    """Reportable findings in one file's bytes; raises ``scan.SourceError``."""
+    # Looked up on the module at call time: the engine is imported only when a file
+    # is actually checked, and tests can substitute ``scan.check_source``.
+    from lint_plugin import scan
+
+    findings = scan.check_source(data, path)
+    if not findings:
+        return []
+    codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
+    findings = [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+    if not findings:
+        return []
+    text = data.decode("utf-8", errors="replace")
+    return apply_noqa(findings, text)
+
+
+def check_files(paths: Sequence[str], selection: Selection) -> CheckResult:
+    from lint_plugin.scan import SourceError
+
+    result = CheckResult()
+    for path in paths:
+        data = read_source(path)
+        if isinstance(data, FileError):
+            result.errors.append(data)
+            continue
+        try:
+            findings = check_bytes(data, path, selection)
+        except SourceError as error:
+            result.errors.append(FileError(path, str(error)))
+            continue
+        except Exception as error:  # one file must not stop the run
+            result.crashes.append(
+                FileError(path, f"internal error: {type(error).__name__}: {error}")
+            )
+            continue
+        result.files_checked += 1
+        if findings:
+            result.reports.append(FileReport(path, data, findings))
+    return result

@@ -1,0 +1,56 @@
+"""``--output-format json``: a list with ruff's keys, so tools that read ruff's JSON
+(reviewdog, editors, CI scripts) read ours.
+
+Keys and shapes as ruff writes them: ``cell`` (null: no notebooks), ``code``,
+``end_location``/``location`` (``{column, row}``, 1-based), ``filename`` (absolute),
+``fix`` (null or ``{applicability, edits: [{content, end_location, location}],
+message}``), ``message``, ``noqa_row`` (the row a ``# noqa`` must be on; null for
+syntax errors, which cannot be suppressed), ``url``. Sorted by file and position; an
+empty run prints ``[]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.output import rule_url
+
+
+def _location(row: int, column: int) -> dict[str, int]:
+    return {"column": column, "row": row}
+
+
+def finding_to_dict(finding: Finding) -> dict[str, object]:
+    fix = None
+    if finding.fix is not None:
+        fix = {
+            "applicability": finding.fix.applicability,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "end_location": _location(edit.end_row, edit.end_column),
+                    "location": _location(edit.row, edit.column),
+                }
+                for edit in finding.fix.edits
+            ],
+            "message": finding.fix.message,
+        }
+    return {
+        "cell": None,
+        "code": finding.code,
+        "end_location": _location(finding.end_row, finding.end_column),
+        "filename": os.path.abspath(finding.path),
+        "fix": fix,
+        "location": _location(finding.row, finding.column),
+        "message": finding.message,
+        "noqa_row": None if finding.code == SYNTAX_ERROR_CODE else finding.row,
+        "url": rule_url(finding.code),
+    }
+
+
+def render(findings: Sequence[Finding]) -> str:
+    ordered = sorted(findings, key=lambda f: f.sort_key)
+    return json.dumps([finding_to_dict(f) for f in ordered], indent=2) + "\n"

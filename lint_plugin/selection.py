@@ -1,0 +1,144 @@
+"""Which codes are reported: select, extend-select, ignore and per-file-ignores.
+
+Selectors are codes or prefixes (``KVI``, ``KVI00``, ``KVI003``) or ``ALL``, resolved
+the way ruff resolves them, so its users meet no surprises:
+
+* Settings come in layers, defaults, then the configuration file, then the command
+  line. A layer that sets ``select`` replaces everything before it (the command line
+  beats the configuration); a layer with only ``extend-select``/``ignore`` adjusts the
+  set it inherits.
+* Within a layer the more specific selector wins (``select = ["KVI"]`` with
+  ``ignore = ["KVI003"]`` drops KVI003; ``ignore = ["KVI"]`` with
+  ``extend-select = ["KVI003"]`` keeps KVI003); at equal specificity ``ignore`` wins.
+* ``per-file-ignores`` then removes codes for files matching a pattern.
+
+Syntax errors (E999) are not a rule: they are always reported, because a file that
+does not parse was not checked at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from lint_plugin.findings import SYNTAX_ERROR_CODE
+
+ALL = "ALL"
+
+
+class SelectorError(ValueError):
+    """A selector matching no known code (a typo would silently disable the gate)."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings (configuration file or command line)."""
+
+    select: Sequence[str] | None = None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    origin: str = "command line"  # named in error messages
+
+
+def known_codes() -> tuple[str, ...]:
+    # Imported here, not at module level: the rule catalogue is only needed once a
+    # run actually resolves a selection.
+    from lint_plugin.rules import RULES
+
+    return tuple(sorted(RULES))
+
+
+def _specificity(selector: str) -> int:
+    return -1 if selector == ALL else len(selector)
+
+
+def expand(
+    selector: str, codes: Iterable[str], origin: str = "command line"
+) -> set[str]:
+    """The codes a selector stands for; raises SelectorError when it matches none."""
+    normalized = selector.strip().upper()
+    codes = tuple(codes)
+    if normalized == ALL:
+        return set(codes)
+    matched = {code for code in codes if code.startswith(normalized)}
+    # "E999"/"E9" are accepted (ruff users write them) but change nothing: syntax
+    # errors are always reported.
+    syntax_error = bool(normalized) and SYNTAX_ERROR_CODE.startswith(normalized)
+    if not normalized or not (matched or syntax_error):
+        raise SelectorError(
+            f"{origin}: unknown rule selector {selector!r} "
+            f"(known codes: {', '.join(codes)}; prefixes such as KVI00 also work)"
+        )
+    return matched
+
+
+def resolve(
+    layers: Sequence[Layer], codes: Sequence[str] | None = None
+) -> frozenset[str]:
+    """The codes enabled after applying ``layers`` in order over the default (all)."""
+    codes = tuple(codes) if codes is not None else known_codes()
+    enabled = set(codes)  # default: every KVI code, KVI003 included (it is the gate)
+    for layer in layers:
+        # Apply selectors from least to most specific so the most specific one has
+        # the last word; at equal specificity the ignores come last and win.
+        actions = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)]
+        actions += [(s, False) for s in layer.ignore]
+        actions.sort(
+            key=lambda action: (_specificity(action[0].strip().upper()), not action[1])
+        )
+        updates: dict[str, bool] = {}
+        for selector, on in actions:
+            updates.update(dict.fromkeys(expand(selector, codes, layer.origin), on))
+        if layer.select is not None:
+            enabled = {code for code, on in updates.items() if on}
+        else:
+            for code, on in updates.items():
+                (enabled.add if on else enabled.discard)(code)
+    return frozenset(enabled)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The resolved selection plus per-file ignores; answers "report this finding?"."""
+
+    enabled: frozenset[str]
+    # (pattern, codes) pairs, patterns matched like files.PathFilter's.
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    root: str = "."
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        """Codes reported in ``path`` after per-file ignores."""
+        if not self.per_file_ignores:
+            return self.enabled
+        from lint_plugin.files import PathFilter
+
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if PathFilter(self.root, exclude=(pattern,)).is_excluded(path):
+                ignored |= codes
+        return self.enabled - ignored
+
+    def is_reported(self, code: str, path: str) -> bool:
+        return code == SYNTAX_ERROR_CODE or code in self.codes_for(path)
+
+
+def build_selection(
+    layers: Sequence[Layer],
+    per_file_ignores: Iterable[tuple[str, Sequence[str]]] = (),
+    root: str = ".",
+    *,
+    codes: Sequence[str] | None = None,
+    per_file_origin: str = "per-file-ignores",
+) -> Selection:
+    """Resolve everything once per run (and validate every selector up front)."""
+    codes = tuple(codes) if codes is not None else known_codes()
+    resolved_per_file = tuple(
+        (
+            pattern,
+            frozenset().union(
+                *(expand(selector, codes, per_file_origin) for selector in selectors)
+            ),
+        )
+        for pattern, selectors in per_file_ignores
+    )
+    return Selection(resolve(layers, codes), resolved_per_file, root)

@@ -1,0 +1,629 @@
+"""``draft-kv-lint check`` end to end, in process (``main(argv)``), plus a few real
+subprocess runs for the entry point and the lazy imports.
+
+Most tests use the stand-in engine from ``cli_helpers`` (marker words become
+findings); the ones marked "real engine" run ``lint_plugin.scan`` as shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ("cli_helpers",)
+
+# A real inline copy: the engine reports one KVI001 at 1:5 for it.
+REAL_KVI001 = "n = seq_lens_sum * self.topk + bs * (i + 1)\n"
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project folder as the working folder, with no pyproject above it
+    that could leak settings in (tmp_path has none)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --- exit codes and the text summary ---------------------------------------------
+
+
+def test_clean_run_exits_0_and_says_all_checks_passed(tree, run, fake_engine):
+    write(tree / "a.py", "x = 1\n")
+    result = run("check")
+    assert (result.status, result.out, result.err) == (0, "All checks passed!\n", "")
+
+
+def test_findings_exit_1_with_text_lines_and_ruff_summary(tree, run, fake_engine):
+    write(tree / "a.py", "x = kvi001_here + kvi003_here\ny = kvi004_here\n")
+    result = run("check")
+    assert result.status == 1
+    assert result.out.splitlines() == [
+        "a.py:1:5: KVI001 [*] marker kvi001_here",
+        "a.py:1:19: KVI003 marker kvi003_here",
+        "a.py:2:5: KVI004 marker kvi004_here",
+        "Found 3 errors.",
+        "[*] 1 fixable with `draft-kv-lint fix` "
+        "(1 unsafe fix available with `draft-kv-lint fix --unsafe-fixes`).",
+    ]
+
+
+def test_exit_zero_reports_but_exits_0(tree, run, fake_engine):
+    write(tree / "a.py", "x = kvi002_here\n")
+    result = run("check", "--exit-zero")
+    assert result.status == 0
+    assert result.codes == ["KVI002"]
+
+
+def test_usage_error_exits_2_with_one_line(tree, run):
+    result = run("check", "--no-such-option")
+    assert result.status == 2
+    assert "unrecognized arguments: --no-such-option" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
+    tree, run, monkeypatch
+):
+    from cli_helpers import fake_check_source
+
+    from lint_plugin import scan
+
+    def explode_on_b(data: bytes, path: str):
+        if path.endswith("b.py"):
+            raise RuntimeError("boom")
+        return fake_check_source(data, path)
+
+    monkeypatch.setattr(scan, "check_source", explode_on_b)
+    write(tree / "a.py", "x = kvi001_here\n")
+    write(tree / "b.py", "y = 1\n")
+    result = run("check")
+    assert result.status == 2
+    assert result.err == "b.py: error: internal error: RuntimeError: boom\n"
+    assert result.codes == ["KVI001"]
+
+
+def test_unexpected_exception_outside_files_is_one_line_exit_2(tree, run, monkeypatch):
+    from lint_plugin import cli
+
+    def broken_plan(args):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(cli, "load_plan", broken_plan)
+    result = run("check")
+    assert result.status == 2
+    expected = "draft-kv-lint: error: internal error: RuntimeError: unexpected\n"
+    assert result.err == expected
+
+
+def test_no_python_files_warns_and_exits_0(tree, run, fake_engine):
+    (tree / "empty").mkdir()
+    result = run("check", "empty")
+    assert result.status == 0
+    assert "No Python files found" in result.err
+
+
+# --- selection ---------------------------------------------------------------------
+
+ALL_MARKERS = "a = kvi001_here\nb = kvi002_here\nc = kvi003_here\nd = kvi004_here\n"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ((), ["KVI001", "KVI002", "KVI003", "KVI004"]),
+        (("--select", "KVI001"), ["KVI001"]),
+        (("--select", "KVI001,KVI003"), ["KVI001", "KVI003"]),
+        (("--select", "KVI001", "--select", "KVI004"), ["KVI001", "KVI004"]),
+        (("--select", "KVI"), ["KVI001", "KVI002", "KVI003", "KVI004"]),
+        (("--select", "KVI00"), ["KVI001", "KVI002", "KVI003", "KVI004"]),
+        (("--select", "ALL", "--ignore", "KVI002"), ["KVI001", "KVI003", "KVI004"]),
+        (("--ignore", "KVI00"), []),
+        (("--ignore", "KVI", "--extend-select", "KVI003"), ["KVI003"]),
+        (("--select", "KVI", "--ignore", "KVI003"), ["KVI001", "KVI002", "KVI004"]),
+        (("--select", "kvi002"), ["KVI002"]),
+    ],
+)
+def test_select_ignore_and_prefixes(tree, run, fake_engine, options, expected):
+    write(tree / "a.py", ALL_MARKERS)
+    result = run("check", *options)
+    assert result.codes == expected
+    assert result.status == (1 if expected else 0)
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_unknown_selector_is_a_usage_error(tree, run, fake_engine, option):
+    write(tree / "a.py", ALL_MARKERS)
+    result = run("check", option, "KVX9")
+    assert result.status == 2
+    assert result.err.startswith("draft-kv-lint: error: ")
+    assert "unknown rule selector 'KVX9'" in result.err
+    assert result.err.count("\n") == 1
+
+
+def test_per_file_ignores_on_command_line(tree, run, fake_engine):
+    write(tree / "pkg" / "a.py", ALL_MARKERS)
+    write(tree / "b.py", ALL_MARKERS)
+    result = run("check", "--per-file-ignores", "pkg/*:KVI001,KVI002")
+    assert result.codes == ["KVI001", "KVI002", "KVI003", "KVI004", "KVI003", "KVI004"]
+    assert all(line.startswith("b.py") for line in result.out.splitlines()[:4])
+
+
+# --- configuration -----------------------------------------------------------------
+
+
+def pyproject(tree: Path, body: str) -> Path:
+    table = textwrap.dedent(body).strip()
+    return write(tree / "pyproject.toml", f"[tool.draft-kv-lint]\n{table}\n")
+
+
+@pytest.mark.parametrize(
+    ("config", "options", "expected"),
+    [
+        ('select = ["KVI001"]', (), ["KVI001"]),
+        ('ignore = ["KVI00"]', (), []),
+        ('select = ["KVI001"]\nextend-select = ["KVI004"]', (), ["KVI001", "KVI004"]),
+        # the command line beats the configuration
+        ('select = ["KVI001"]', ("--select", "KVI002"), ["KVI002"]),
+        ('ignore = ["KVI002"]', ("--select", "KVI002"), ["KVI002"]),
+        ('select = ["KVI001", "KVI002"]', ("--ignore", "KVI002"), ["KVI001"]),
+        ('ignore = ["KVI"]', ("--extend-select", "KVI004"), ["KVI004"]),
+        (
+            'per-file-ignores = { "a.py" = ["KVI001", "KVI003"] }',
+            (),
+            ["KVI002", "KVI004"],
+        ),
+        (
+            'per-file-ignores = { "a.py" = ["KVI001"] }',
+            ("--per-file-ignores", "a.py:KVI004"),
+            ["KVI001", "KVI002", "KVI003"],
+        ),
+    ],
+)
+def test_config_selection_and_command_line_precedence(
+    tree, run, fake_engine, config, options, expected
+):
+    pyproject(tree, config)
+    write(tree / "a.py", ALL_MARKERS)
+    result = run("check", *options)
+    assert result.codes == expected
+
+
+def test_config_found_upward_from_a_subfolder(tree, run, fake_engine, monkeypatch):
+    pyproject(tree, 'select = ["KVI003"]\nexclude = ["generated"]')
+    write(tree / "src" / "a.py", ALL_MARKERS)
+    write(tree / "src" / "generated" / "g.py", ALL_MARKERS)
+    monkeypatch.chdir(tree / "src")
+    result = run("check")
+    assert result.out.splitlines()[0] == "a.py:3:5: KVI003 marker kvi003_here"
+    assert result.codes == ["KVI003"]
+
+
+def test_pyproject_without_our_table_is_passed_over(tree, run, fake_engine):
+    pyproject(tree, 'select = ["KVI002"]')
+    write(tree / "sub" / "pyproject.toml", '[project]\nname = "sub"\n')
+    write(tree / "sub" / "a.py", ALL_MARKERS)
+    result = run("check", "sub")
+    assert result.codes == ["KVI002"]
+
+
+def test_output_format_from_config(tree, run, fake_engine):
+    pyproject(tree, 'output-format = "json"')
+    write(tree / "a.py", "x = kvi001_here\n")
+    result = run("check")
+    assert [item["code"] for item in json.loads(result.out)] == ["KVI001"]
+
+
+def test_no_config_ignores_pyproject(tree, run, fake_engine):
+    pyproject(tree, 'select = ["KVI001"]')
+    write(tree / "a.py", ALL_MARKERS)
+    assert len(run("check", "--no-config").codes) == 4
+
+
+def test_explicit_config_file(tree, run, fake_engine):
+    write(
+        tree / "conf" / "pyproject.toml", '[tool.draft-kv-lint]\nselect = ["KVI004"]\n'
+    )
+    write(tree / "a.py", ALL_MARKERS)
+    assert run("check", "--config", "conf/pyproject.toml").codes == ["KVI004"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('selec = ["KVI001"]', "unknown key 'selec'"),
+        ('select = "KVI001"', "select must be a list of strings"),
+        ("ignore = [1]", "ignore must be a list of strings"),
+        ('per-file-ignores = ["a.py"]', "per-file-ignores must be a table"),
+        ('output-format = "xml"', "output-format must be one of"),
+        ("force-exclude = 1", "force-exclude must be true or false"),
+        ('select = ["KVX"]', "unknown rule selector 'KVX'"),
+        ("select = [", "invalid TOML"),
+    ],
+)
+def test_bad_config_is_one_line_naming_the_file_exit_2(
+    tree, run, fake_engine, body, expected
+):
+    path = pyproject(tree, body)
+    write(tree / "a.py", ALL_MARKERS)
+    result = run("check")
+    assert result.status == 2
+    assert result.out == ""
+    assert result.err.count("\n") == 1
+    assert str(path) in result.err
+    assert expected in result.err
+
+
+# --- noqa ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reported"),
+    [
+        ("x = kvi001_here + kvi002_here  # noqa", []),
+        ("x = kvi001_here + kvi002_here  # NOQA", []),
+        ("x = kvi001_here + kvi002_here  #noqa", []),
+        ("x = kvi001_here + kvi002_here  # noqa: KVI001", ["KVI002"]),
+        ("x = kvi001_here + kvi002_here  # noqa:KVI001,KVI002", []),
+        ("x = kvi001_here + kvi002_here  # noqa: KVI001 KVI002", []),
+        ("x = kvi001_here + kvi002_here  # noqa: KVI001, KVI002", []),
+        ("x = kvi001_here + kvi002_here  # NoQA: kvi002", ["KVI001"]),
+        ("x = kvi001_here + kvi002_here  # noqa: KVI00", []),
+        ("x = kvi001_here + kvi002_here  # noqa: KVI003", ["KVI001", "KVI002"]),
+        ("x = kvi001_here + kvi002_here  # type: ignore # noqa: KVI002", ["KVI001"]),
+        ('x = kvi001_here + kvi002_here + len("# noqa")', ["KVI001", "KVI002"]),
+    ],
+)
+def test_noqa_forms(tree, run, fake_engine, line, reported):
+    write(tree / "a.py", line + "\n")
+    result = run("check")
+    assert result.codes == reported
+    assert result.status == (1 if reported else 0)
+
+
+def test_noqa_applies_to_the_findings_row_only(tree, run, fake_engine):
+    write(tree / "a.py", "x = kvi001_here  # noqa\ny = kvi001_here\n")
+    result = run("check")
+    assert result.out.splitlines()[0] == "a.py:2:5: KVI001 [*] marker kvi001_here"
+    assert result.codes == ["KVI001"]
+
+
+@pytest.mark.parametrize(
+    ("directive", "reported"),
+    [
+        ("# flake8: noqa", []),
+        ("# ruff: noqa", []),
+        ("# FLAKE8: NOQA", []),
+        ("# ruff: noqa: KVI001, KVI003", ["KVI002", "KVI004"]),
+        ("x = 0  # flake8: noqa", ["KVI001", "KVI002", "KVI003", "KVI004"]),
+    ],
+)
+def test_file_level_noqa(tree, run, fake_engine, directive, reported):
+    write(tree / "a.py", f"{directive}\n{ALL_MARKERS}")
+    assert run("check").codes == reported
+
+
+def test_noqa_never_hides_a_syntax_error(tree, run, fake_engine):
+    write(tree / "a.py", "# flake8: noqa\ndef f(:  # noqa\n")
+    result = run("check", "--ignore", "KVI")
+    assert result.codes == ["E999"]
+    assert result.status == 1
+
+
+# --- bad input -------------------------------------------------------------------
+
+
+def test_syntax_error_is_e999_and_other_files_are_checked_real_engine(tree, run):
+    """Real engine: E999 for the broken file, KVI001 for the good one."""
+    write(tree / "broken.py", "def f(:\n    n = seq_lens_sum * self.topk + bs * i\n")
+    write(tree / "good.py", REAL_KVI001)
+    result = run("check")
+    assert result.status == 1
+    assert result.codes == ["E999", "KVI001"]
+    assert result.out.startswith("broken.py:1:")
+    assert "good.py:1:5: KVI001 [*] " in result.out
+
+
+def test_non_utf8_file_is_one_clear_line_and_others_are_checked_real_engine(tree, run):
+    write(tree / "latin1.py", "x = 'caf\xe9'  # topk\n".encode("latin-1"))
+    write(tree / "good.py", REAL_KVI001)
+    result = run("check")
+    assert result.status == 1
+    assert result.err.splitlines() == [
+        "latin1.py: error: not valid UTF-8 (byte 0xe9 at offset 8)"
+    ]
+    assert result.codes == ["KVI001"]
+    assert "Found 2 errors." in result.out  # the unreadable file counts, as in ruff
+
+
+def test_broken_symlink_and_missing_path_reported_others_checked(
+    tree, run, fake_engine
+):
+    write(tree / "good.py", "x = kvi001_here\n")
+    os.symlink(tree / "nowhere.py", tree / "dangling.py")
+    result = run("check", ".", "missing.py")
+    assert result.status == 1
+    assert result.err.splitlines() == [
+        f"dangling.py: error: broken symbolic link (points to '{tree / 'nowhere.py'}')",
+        "missing.py: error: No such file or directory",
+    ]
+    assert result.codes == ["KVI001"]
+
+
+def test_file_errors_alone_exit_1_and_exit_zero_makes_it_0(tree, run, fake_engine):
+    assert run("check", "missing.py").status == 1
+    assert run("check", "missing.py", "--exit-zero").status == 0
+
+
+def test_unreadable_file_is_reported_and_others_checked(
+    tree, run, fake_engine, monkeypatch
+):
+    """Tests run as root, where chmod 000 does not stop reading: simulate EACCES."""
+    import builtins
+
+    real_open = builtins.open
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file).endswith("secret.py"):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    write(tree / "secret.py", "x = kvi001_here\n")
+    write(tree / "good.py", "x = kvi002_here\n")
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    result = run("check")
+    assert result.err == "secret.py: error: Permission denied\n"
+    assert result.codes == ["KVI002"]
+
+
+def test_unreadable_folder_is_reported_and_others_checked(
+    tree, run, fake_engine, monkeypatch
+):
+    """As root, chmod cannot make a folder unreadable: make its listing fail."""
+    real_scandir = os.scandir
+
+    def guarded_scandir(path="."):
+        if os.path.basename(os.fspath(path)) == "locked":
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    write(tree / "locked" / "hidden.py", "x = kvi001_here\n")
+    write(tree / "open.py", "x = kvi002_here\n")
+    monkeypatch.setattr(os, "scandir", guarded_scandir)
+    result = run("check")
+    assert result.err == "locked: error: Permission denied\n"
+    assert result.codes == ["KVI002"]
+    assert result.status == 1
+
+
+def test_folder_named_like_a_module_is_walked_not_read(tree, run, fake_engine):
+    write(tree / "pkg.py" / "inner.py", "x = kvi004_here\n")
+    result = run("check")
+    assert result.err == ""
+    assert result.out.startswith(os.path.join("pkg.py", "inner.py") + ":1:5: KVI004")
+
+
+def test_file_errors_go_to_stderr_in_every_format(tree, run, fake_engine):
+    write(tree / "a.py", "x = kvi001_here\n")
+    for output_format in ("text", "json", "github", "sarif"):
+        result = run("check", ".", "missing.py", "--output-format", output_format)
+        assert result.err == "missing.py: error: No such file or directory\n"
+        if output_format in ("json", "sarif"):
+            json.loads(result.out)  # stdout stays machine-readable
+
+
+# --- discovery ------------------------------------------------------------------
+
+
+def test_skipped_folders_are_not_walked(tree, run, fake_engine):
+    marker = "x = kvi001_here\n"
+    write(tree / "pkg" / "mod.py", marker)
+    write(tree / "pkg" / "stub.pyi", marker)
+    write(tree / "pkg" / "notes.txt", marker)
+    for folder in (".git", ".hg", "build", "dist", "__pycache__", "x.egg-info", ".tox"):
+        write(tree / folder / "m.py", marker)
+    for folder in ("node_modules", ".mypy_cache", ".ruff_cache", ".cache"):
+        write(tree / "pkg" / folder / "m.py", marker)
+    write(tree / ".venv" / "pyvenv.cfg", "home = /usr\n")
+    write(tree / ".venv" / "lib" / "m.py", marker)
+    write(tree / "myenv" / "pyvenv.cfg", "home = /usr\n")  # any name with pyvenv.cfg
+    write(tree / "myenv" / "m.py", marker)
+    write(tree / "venv" / "bin" / "activate", "")  # old virtualenv layout
+    write(tree / "venv" / "m.py", marker)
+    write(tree / "env" / "m.py", marker)  # a package called env: checked
+    result = run("check")
+    checked = sorted(line.split(":")[0] for line in result.out.splitlines()[:-2])
+    assert checked == sorted(
+        [os.path.join("env", "m.py"), os.path.join("pkg", "mod.py"), "pkg/stub.pyi"]
+    )
+
+
+def test_explicit_file_in_skipped_folder_is_checked(tree, run, fake_engine):
+    write(tree / "build" / "gen.py", "x = kvi001_here\n")
+    assert run("check", "build/gen.py").codes == ["KVI001"]
+
+
+def test_config_exclude_applies_to_discovered_not_explicit(tree, run, fake_engine):
+    pyproject(tree, 'exclude = ["fixtures", "tests/data/*"]')
+    write(tree / "fixtures" / "f.py", "x = kvi001_here\n")
+    write(tree / "tests" / "data" / "d.py", "x = kvi002_here\n")
+    write(tree / "tests" / "t.py", "x = kvi003_here\n")
+    assert run("check").codes == ["KVI003"]
+    assert run("check", "fixtures/f.py").codes == ["KVI001"]
+    assert run("check", "fixtures/f.py", "--force-exclude").codes == []
+
+
+def test_config_include_narrows_discovery(tree, run, fake_engine):
+    pyproject(tree, 'include = ["*_backend.py"]')
+    write(tree / "attention" / "triton_backend.py", "x = kvi001_here\n")
+    write(tree / "attention" / "utils.py", "x = kvi002_here\n")
+    assert run("check").codes == ["KVI001"]
+
+
+# --- --statistics ----------------------------------------------------------------
+
+
+def test_statistics_counts_per_code_most_frequent_first(tree, run, fake_engine):
+    write(tree / "a.py", "a = kvi003_here + kvi003_here\nb = kvi001_here\n")
+    result = run("check", "--statistics")
+    assert result.status == 1
+    assert result.out.splitlines() == [
+        "2\tKVI003\t[ ] unsized-draft-kv-indices-buffer",
+        "1\tKVI001\t[*] inline-draft-kv-indices-used-len",
+        "Found 3 errors.",
+        "[*] 1 fixable with `draft-kv-lint fix` "
+        "(2 unsafe fixes available with `draft-kv-lint fix --unsafe-fixes`).",
+    ]
+
+
+def test_statistics_json(tree, run, fake_engine):
+    write(tree / "a.py", "a = kvi004_here\n")
+    result = run("check", "--statistics", "--output-format", "json")
+    assert json.loads(result.out) == [
+        {
+            "code": "KVI004",
+            "name": "misplaced-draft-kv-indices-helper-argument",
+            "count": 1,
+            "fixable": False,
+            "fixable_count": 0,
+        }
+    ]
+
+
+# --- --add-noqa ------------------------------------------------------------------
+
+
+def test_add_noqa_writes_directives_then_check_is_clean(tree, run, fake_engine):
+    path = write(
+        tree / "a.py",
+        "a = kvi001_here + kvi002_here\r\n"
+        "b = kvi003_here  # keep me\r\n"
+        "c = kvi004_here  # noqa: KVI001\r\n"
+        "d = 1\r\n",
+    )
+    result = run("check", "--add-noqa")
+    assert result.status == 0
+    assert result.err == "Added 3 noqa directives.\n"
+    assert path.read_bytes() == (
+        b"a = kvi001_here + kvi002_here  # noqa: KVI001, KVI002\r\n"
+        b"b = kvi003_here  # keep me  # noqa: KVI003\r\n"
+        b"c = kvi004_here  # noqa: KVI001, KVI004\r\n"
+        b"d = 1\r\n"
+    )
+    second = run("check", "--add-noqa")
+    assert second.err == "Added 0 noqa directives.\n"
+    assert run("check").status == 0
+
+
+def test_add_noqa_respects_selection_and_leaves_clean_files_alone(
+    tree, run, fake_engine
+):
+    path = write(tree / "a.py", "a = kvi001_here + kvi002_here\n")
+    clean = write(tree / "b.py", "b = 1\n")
+    before = clean.stat().st_mtime_ns
+    result = run("check", "--add-noqa", "--select", "KVI002")
+    assert result.err == "Added 1 noqa directive.\n"
+    assert path.read_text() == "a = kvi001_here + kvi002_here  # noqa: KVI002\n"
+    assert clean.stat().st_mtime_ns == before
+
+
+def test_add_noqa_real_engine(tree, run):
+    """Real engine: the KVI001 snippet gets its directive and is then clean."""
+    path = write(tree / "a.py", REAL_KVI001)
+    assert run("check", "--add-noqa").err == "Added 1 noqa directive.\n"
+    assert path.read_text() == REAL_KVI001.rstrip("\n") + "  # noqa: KVI001\n"
+    assert run("check").status == 0
+
+
+# --- real engine, rule, version, entry point -----------------------------------------
+
+
+def test_real_engine_snippet_reports_kvi001_at_1_5(tree, run):
+    write(tree / "a.py", REAL_KVI001)
+    result = run("check", "a.py")
+    assert result.status == 1
+    assert result.out.splitlines()[0].startswith("a.py:1:5: KVI001 [*] ")
+    assert result.codes == ["KVI001"]
+
+
+@pytest.mark.parametrize("code", ["KVI001", "KVI002", "KVI003", "KVI004", "kvi003"])
+def test_rule_prints_the_rule_docs(run, code):
+    from lint_plugin.rules import RULES
+
+    result = run("rule", code)
+    assert (result.status, result.out) == (0, RULES[code.upper()].render())
+
+
+def test_rule_all_prints_every_rule(run):
+    from lint_plugin.rules import RULES
+
+    result = run("rule", "--all")
+    assert result.status == 0
+    for rule in RULES.values():
+        assert rule.render() in result.out
+
+
+@pytest.mark.parametrize(
+    "argv", [("rule", "KVI999"), ("rule",), ("rule", "KVI001", "--all")]
+)
+def test_rule_misuse_is_exit_2(run, argv):
+    result = run(*argv)
+    assert result.status == 2
+    assert result.err.startswith("draft-kv-lint: error: ")
+
+
+def test_version(run):
+    from lint_plugin import __version__
+
+    result = run("--version")
+    assert (result.status, result.out) == (0, f"draft-kv-lint {__version__}\n")
+
+
+def test_entry_point_and_lazy_imports(tmp_path):
+    """The installed command runs, and a text check imports no json, TOML parser,
+    libcst or torch (startup cost on every commit), even next to a pyproject.toml
+    that has no [tool.draft-kv-lint] table."""
+    write(tmp_path / "a.py", REAL_KVI001)
+    write(tmp_path / "pyproject.toml", '[project]\nname = "x"  # draft-kv-lint\n')
+    probe = (
+        "import sys\n"
+        "from lint_plugin.cli import main\n"
+        "status = main(['check', 'a.py'])\n"
+        "heavy = ('json', 'tomllib', 'tomli', 'libcst', 'torch')\n"
+        "print([m for m in heavy if m in sys.modules], status)\n"
+    )
+    probe_run = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert probe_run.stdout.splitlines()[-1] == "[] 1"
+    command = subprocess.run(
+        ["draft-kv-lint", "check", "a.py", "--output-format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert command.returncode == 1
+    assert json.loads(command.stdout)[0]["code"] == "KVI001"
+
+
+def test_this_repository_checks_clean_with_its_own_config(run, monkeypatch):
+    """Real engine: our own code is clean; fixtures/ and tests/ are excluded by the
+    [tool.draft-kv-lint] table of this repository's pyproject.toml."""
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    result = run("check")
+    assert (result.status, result.out, result.err) == (0, "All checks passed!\n", "")

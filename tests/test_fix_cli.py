@@ -1,0 +1,156 @@
+"""``draft-kv-lint fix`` end to end: golden files, modes and bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lint_plugin import formulas
+from lint_plugin.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+NAMES = sorted(p.name for p in FIXTURES.glob("*.py"))
+SITE = (
+    "class XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i):\n"
+    "        return seq_lens_sum * self.topk + bs * (i + 1)\n"
+)
+FIXED = (
+    "from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len\n\n\n"
+    "class XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i):\n"
+    "        return draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)\n"
+)
+
+
+@pytest.fixture
+def backends(tmp_path: Path) -> Path:
+    for name in NAMES:
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"), [([], "safe"), (["--unsafe-fixes"], "unsafe")]
+)
+def test_fixtures_rewrite_to_the_expected_files(backends, flags, expected) -> None:
+    assert main(["fix", "--no-config", *flags, str(backends)]) == 0
+    for name in NAMES:
+        want = (FIXTURES / "expected" / expected / name).read_text()
+        assert (backends / name).read_text() == want, name
+
+
+def test_second_run_changes_nothing(backends, capsys) -> None:
+    main(["fix", "--no-config", "--unsafe-fixes", str(backends)])
+    before = {n: (backends / n).read_bytes() for n in NAMES}
+    capsys.readouterr()
+    assert main(["fix", "--no-config", "--unsafe-fixes", str(backends)]) == 0
+    assert "Nothing to fix." in capsys.readouterr().err
+    assert {n: (backends / n).read_bytes() for n in NAMES} == before
+
+
+def test_diff_prints_and_writes_nothing(backends, capsys) -> None:
+    before = {n: (backends / n).read_bytes() for n in NAMES}
+    assert main(["fix", "--no-config", "--diff", str(backends)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("+++ ") == 4
+    assert (
+        "+                : draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
+        in out
+    )
+    assert {n: (backends / n).read_bytes() for n in NAMES} == before
+
+
+def test_check_is_silent_on_stdout_and_fails_until_fixed(backends, capsys) -> None:
+    assert main(["fix", "--no-config", "--check", str(backends)]) == 1
+    assert capsys.readouterr().out == ""
+    main(["fix", "--no-config", str(backends)])
+    assert main(["fix", "--no-config", "--check", str(backends)]) == 0
+
+
+def write(path: Path, data: bytes, mode: int = 0o644) -> Path:
+    path.write_bytes(data)
+    path.chmod(mode)
+    return path
+
+
+def test_crlf_bom_and_mode_are_kept(tmp_path: Path) -> None:
+    source = b"\xef\xbb\xbf" + SITE.replace("\n", "\r\n").encode()
+    path = write(tmp_path / "crlf.py", source, 0o751)
+    assert main(["fix", "--no-config", str(path)]) == 0
+    data = path.read_bytes()
+    assert data == b"\xef\xbb\xbf" + FIXED.replace("\n", "\r\n").encode()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert [p.name for p in tmp_path.iterdir()] == ["crlf.py"]  # no temporary left
+
+
+def test_bad_files_are_reported_left_alone_and_others_fixed(tmp_path: Path, capsys):
+    broken = write(
+        tmp_path / "a_broken.py", b"def f(:\n    return seq_lens_sum * topk\n"
+    )
+    latin1 = write(tmp_path / "b_latin1.py", b"# caf\xe9\n" + SITE.encode())
+    good = write(tmp_path / "c_good.py", SITE.encode())
+    before = broken.read_bytes(), latin1.read_bytes()
+    assert main(["fix", "--no-config", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert (broken.read_bytes(), latin1.read_bytes()) == before
+    assert good.read_text() == FIXED
+    lines = err.splitlines()
+    assert any(x.startswith(str(broken)) and "cannot parse" in x for x in lines)
+    assert any(x.startswith(str(latin1)) and "UTF-8" in x for x in lines)
+
+
+def test_a_refused_rewrite_leaves_the_file_byte_identical(
+    tmp_path, monkeypatch, capsys
+):
+    path = write(tmp_path / "x.py", SITE.encode())
+    real = formulas.render_helper_call
+
+    def corrupted(helper, args):  # swap two arguments: no longer the same number
+        args = list(args)
+        args[1], args[2] = args[2], args[1]
+        return real(helper, args)
+
+    monkeypatch.setattr(formulas, "render_helper_call", corrupted)
+    assert main(["fix", "--no-config", str(path)]) == 1
+    assert path.read_bytes() == SITE.encode()
+    err = capsys.readouterr().err
+    assert "refused, not equal to the original" in err
+    assert "draft_kv_indices_used_len(seq_lens_sum, bs, self.topk, i + 1)" in err
+
+
+def test_fix_never_runs_the_analysed_code(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n" + SITE
+    path = write(tmp_path / "x.py", code.encode())
+    assert main(["fix", "--no-config", str(path)]) == 0
+    assert not marker.exists()
+    assert "draft_kv_indices_used_len(" in path.read_text()
+
+
+def test_symlink_stays_a_link(tmp_path: Path) -> None:
+    target = write(tmp_path / "target.py", SITE.encode())
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    assert main(["fix", "--no-config", str(link)]) == 0
+    assert link.is_symlink() and target.read_text() == FIXED
+
+
+def test_libcst_tool_runs_the_same_transform(backends: Path) -> None:
+    command = [
+        sys.executable, "-m", "libcst.tool", "codemod", "-x", "--no-format",
+        "lint_plugin.codemod.DraftKvIndicesCommand", str(backends),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert result.returncode == 0, result.stderr
+    for name in NAMES:
+        want = (FIXTURES / "expected" / "safe" / name).read_text()
+        assert (backends / name).read_text() == want, name
