@@ -8,7 +8,8 @@ once into :mod:`lint_plugin.arith` and matched by :mod:`lint_plugin.formulas`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lint_plugin.allocations import allocation_shape, is_draft_backend_class
@@ -31,6 +32,15 @@ from lint_plugin.rules import RULES
 from lint_plugin.source import Source, one_line
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.ClassDef, *_FUNCTIONS)
+
+
+def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
+    """Does ``node`` span a row of ``rows`` (None: every row counts)?"""
+    if rows is None:
+        return True
+    index = bisect.bisect_left(rows, node.lineno)
+    return index < len(rows) and rows[index] <= node.end_lineno
 
 
 @dataclass
@@ -40,7 +50,7 @@ class _Scope:
     params: list[str] = field(default_factory=list)
     aliases: dict[str, Role] = field(default_factory=dict)
     sized: set[str] = field(default_factory=set)  # locals holding a sized width
-    assigned: set[str] = field(default_factory=set)
+    functions: list[ast.AST] = field(default_factory=list)  # this one and outer ones
 
 
 @dataclass(frozen=True)
@@ -50,38 +60,48 @@ class _Context:
     scope: _Scope | None = None
 
 
-def analyze(tree: ast.AST, source: Source, path: str) -> list[Finding]:
-    """All KVI findings in ``tree`` (not filtered by noqa or selection)."""
-    walker = _Walker(source, path)
+def analyze(
+    tree: ast.AST, source: Source, path: str, rows: Sequence[int] | None = None
+) -> list[Finding]:
+    """All KVI findings in ``tree`` (not filtered by noqa or selection).
+
+    ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
+    finding needs; statements touching none of them are skipped, except in a
+    function with aliases (``k = self.topk``), whose formulas may name none.
+    """
+    walker = _Walker(source, path, rows)
     walker.visit(tree, _Context(), False)
     return walker.findings
 
 
-def analyze_nodes(
-    nodes: Iterable[ast.AST], source: Source, path: str, in_draft: bool
-) -> list[Finding]:
-    walker = _Walker(source, path)
-    for node in nodes:
-        walker.visit(node, _Context(draft_class=in_draft), False)
-    return walker.findings
-
-
 class _Walker:
-    def __init__(self, source: Source, path: str) -> None:
+    def __init__(self, source: Source, path: str, rows: Sequence[int] | None) -> None:
         self.source = source
         self.path = path
+        self.rows = rows
         self.findings: list[Finding] = []
         self._targets: dict[int, str] = {}  # id(call) -> name it is assigned to
+
+    def mentions(self, node: ast.AST) -> bool:
+        return _mentions(self.rows, node)
 
     # ---- traversal -------------------------------------------------------
 
     def visit(self, node: ast.AST, ctx: _Context, parent_arith: bool) -> None:
+        if (
+            isinstance(node, ast.stmt)
+            and not isinstance(node, _SCOPES)
+            and not (ctx.scope and ctx.scope.aliases)
+            and not self.mentions(node)
+        ):
+            return  # the common case: a statement that names nothing we match
         if isinstance(node, ast.ClassDef):
             ctx = self._class_context(node, ctx)
         elif isinstance(node, _FUNCTIONS):
             if node.name in HELPER_SLOTS:
                 return  # the helpers' own definitions spell out the formulas
-            ctx = _Context(ctx.draft_class, ctx.class_topk, _scope(node, ctx.scope))
+            scope = _scope(node, ctx.scope, self.rows)
+            ctx = _Context(ctx.draft_class, ctx.class_topk, scope)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             self._remember_target(node)
         elif isinstance(node, ast.Call):
@@ -239,7 +259,7 @@ class _Walker:
         count_text = self.source.segment(count.node)
         note = "the row grows by the topk factor"
         if count.role is Role.TOKENS:
-            known = set(scope.params) | scope.assigned
+            known = set(scope.params) | _assigned_names(scope.functions)
             seqs = next((n for n in SEQUENCE_COUNT_NAMES if n in known), None)
             if seqs is None:
                 return None
@@ -270,24 +290,37 @@ class _Walker:
         )
 
 
-def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef, outer: _Scope | None):
+def _scope(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    outer: _Scope | None,
+    rows: Sequence[int] | None,
+) -> _Scope:
     scope = _Scope()
     if outer is not None:
         scope.params = list(outer.params)
         scope.aliases = dict(outer.aliases)
         scope.sized = set(outer.sized)
-        scope.assigned = set(outer.assigned)
+        scope.functions = list(outer.functions)
+    scope.functions.append(node)
     args = node.args
     for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
         scope.params.append(arg.arg)
-    for sub in ast.walk(node):
-        if not (isinstance(sub, ast.Assign) and len(sub.targets) == 1):
+    # An alias or a sized local is assigned on a row naming its role or helper, so
+    # statements that mention nothing are not looked into.
+    pending = [s for s in node.body if _mentions(rows, s)]
+    while pending:
+        statement = pending.pop(0)
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, (ast.stmt, ast.excepthandler)) and _mentions(
+                rows, child
+            ):
+                pending.append(child)
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             continue
-        target = sub.targets[0]
+        target = statement.targets[0]
         if not isinstance(target, ast.Name):
             continue
-        scope.assigned.add(target.id)
-        value = build(sub.value, AST, scope.aliases)
+        value = build(statement.value, AST, scope.aliases)
         # `k = self.topk` makes `k` a topk; a name with its own role keeps it.
         if (
             isinstance(value, Leaf)
@@ -295,9 +328,21 @@ def _scope(node: ast.FunctionDef | ast.AsyncFunctionDef, outer: _Scope | None):
             and role_of_name(target.id) is None
         ):
             scope.aliases[target.id] = value.role
-        if _is_sized(sub.value, value, scope):
+        if _is_sized(statement.value, value, scope):
             scope.sized.add(target.id)
     return scope
+
+
+def _assigned_names(functions: Sequence[ast.AST]) -> set[str]:
+    """Local names of these functions (only needed for a rare unsafe fix)."""
+    return {
+        target.id
+        for function in functions
+        for sub in ast.walk(function)
+        if isinstance(sub, ast.Assign)
+        for target in sub.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def _is_sized(node: ast.expr, width, scope: _Scope) -> bool:

@@ -33,7 +33,7 @@ class KviChecker:
             return
         source = Source(text)
         for node in _statements_around(self.tree.body, rows):
-            for finding in analyze(node, source, self.filename):
+            for finding in analyze(node, source, self.filename, rows):
                 # flake8 wants 0-based columns and adds 1 itself.
                 message = f"{finding.code} {finding.message}"
                 yield finding.row, finding.column - 1, message, type(self)

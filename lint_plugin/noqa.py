@@ -106,13 +106,71 @@ def _fallback_comments(source: str) -> list[tuple[int, int, str, bool]]:
     return comments
 
 
+_CANDIDATE = re.compile(r"#[^\r\n]*(?i:noqa)")
+
+
+def _candidate_comments(source: str) -> list[tuple[int, int, str, bool]] | None:
+    """Comments that mention noqa, found line by line without tokenizing the file
+    (tokenize costs more than the whole check of a large backend). None when one
+    stands alone on its line in a file with triple quotes: only tokenize can tell
+    such a comment from a line of a docstring, which must silence nothing."""
+    comments = []
+    row, counted = 1, 0
+    for match in _CANDIDATE.finditer(source):
+        start = (
+            max(
+                source.rfind("\n", 0, match.start()),
+                source.rfind("\r", 0, match.start()),
+            )
+            + 1
+        )
+        row += len(_NEWLINE.findall(source, counted, start))
+        counted = start
+        end = _NEWLINE.search(source, start)
+        line = source[start : end.start() if end else len(source)]
+        column = _comment_start(line)
+        if column is None:
+            continue
+        alone = not line[:column].strip()
+        if alone and ('"""' in source or "'''" in source):
+            return None  # a line of a multi-line string looks just like this
+        comments.append((row, column, line[column:], alone))
+    return comments
+
+
+def _comment_start(line: str) -> int | None:
+    """Column of the ``#`` that starts a comment on ``line``, skipping strings."""
+    quote = None
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote is not None:
+            if char == "\\":
+                index += 2
+                continue
+            if line.startswith(quote, index):
+                index += len(quote)
+                quote = None
+                continue
+        elif char in "\"'":
+            quote = char * 3 if line.startswith(char * 3, index) else char
+            index += len(quote)
+            continue
+        elif char == "#":
+            return index
+        index += 1
+    return None
+
+
 def parse_suppressions(source: str) -> Suppressions:
     """Read every noqa directive of ``source`` (text, BOM already removed)."""
     found = Suppressions()
     # Cheap exit for the common case: no directive anywhere, no tokenizing.
-    if "noqa" not in source.lower():
+    if _CANDIDATE.search(source) is None:
         return found
-    comments = _comments(source)
+    comments = _candidate_comments(source)
+    if comments is None:
+        comments = _comments(source)
     if comments is None:
         comments = _fallback_comments(source)
     for row, column, text, alone in comments:

@@ -22,6 +22,9 @@ from lint_plugin.source import Source
 # Every finding needs one of these words in the file (KVI003: the class name).
 _INTEREST = re.compile(rb"topk|draft_kv_indices_|MultiStep")
 _INTEREST_TEXT = re.compile(r"topk|draft_kv_indices_|MultiStep")
+# Rows worth walking inside a parsed region: a formula, a helper call or a
+# context-sized allocation always names one of these on one of its rows.
+_ROW_INTEREST = re.compile(r"topk|seq_lens?_sum|context_len|draft_kv_indices_")
 # A region can only hold a finding if it also names a second role of a formula,
 # calls a helper, or is the draft class itself (checked before this).
 _SECOND_ROLE = re.compile(r"seq_lens?_sum|context_len|draft_kv_indices_")
@@ -40,7 +43,7 @@ def interesting_rows(text: str) -> list[int]:
     """1-based rows of ``text`` holding a word some finding needs."""
     rows: list[int] = []
     last, row = 0, 1
-    for match in _INTEREST_TEXT.finditer(text):
+    for match in _ROW_INTEREST.finditer(text):
         row += text.count("\n", last, match.start())
         last = match.start()
         if not rows or rows[-1] != row:
@@ -78,17 +81,17 @@ def check_source(data: bytes, path: str) -> list[Finding]:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         return [_syntax_error(exc, path)]
-    return analyze(tree, Source(text), path)
+    return analyze(tree, Source(text), path, interesting_rows(text))
 
 
 def _check_region(lines, start: int, end: int, indent: bool, path) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
         # An indented block parses as the body of an `if`, columns untouched.
-        tree = ast.parse("if 1:\n" + snippet)
-        return analyze(tree, Source("if 1:\n" + snippet, start - 1), path)
+        snippet = "if 1:\n" + snippet
+        start -= 1
     tree = ast.parse(snippet)
-    return analyze(tree, Source(snippet, start), path)
+    return analyze(tree, Source(snippet, start), path, interesting_rows(snippet))
 
 
 def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
@@ -96,20 +99,21 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
-    picked: set[int] = set()
+    spans: list[tuple[int, int]] = []
     for match in _INTEREST_TEXT.finditer(text):
         row = bisect.bisect_right(starts, match.start()) - 1
+        if spans and spans[-1][0] <= row < spans[-1][1]:
+            continue  # this block is already picked
         start = _region_start(lines, row)
         if start is None:
             return None
-        picked.add(start)
-    regions = []
-    covered_until = -1
-    for start in sorted(picked):
-        if start < covered_until:
-            continue
         end = _block_end(lines, start)
-        covered_until = end
+        while spans and spans[-1][1] > start:  # a larger block swallows earlier ones
+            previous = spans.pop()
+            start, end = min(start, previous[0]), max(end, previous[1])
+        spans.append((start, end))
+    regions = []
+    for start, end in spans:
         block = _BLOCK.match(lines[start].lstrip())
         is_draft = block and is_draft_backend_class(block.group(2))
         if not is_draft and not _SECOND_ROLE.search("\n".join(lines[start:end])):
@@ -119,18 +123,21 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
 
 
 def _region_start(lines: list[str], row: int) -> int | None:
-    """The outermost def around ``row``, or the draft class holding it."""
-    threshold = _indent(lines[row]) if lines[row].strip() else 10**9
+    """The draft class holding ``row``, else the outermost def around it, else the
+    innermost class, else the module-level statement it belongs to."""
+    stripped = lines[row].lstrip()
+    threshold = len(lines[row]) - len(stripped)
     outermost_def = innermost_class = None
-    block = _BLOCK.match(lines[row].lstrip())
+    statement = row if threshold == 0 else None
+    block = _BLOCK.match(stripped)
     if block:
         if block.group(1) == "def":
             outermost_def = row
-        elif innermost_class is None:
-            innermost_class = row
-        if block.group(1) == "class" and is_draft_backend_class(block.group(2)):
+        elif is_draft_backend_class(block.group(2)):
             return row
-    for k in range(row - 1, -1, -1):
+        else:
+            innermost_class = row
+    for k in range(row - 1, -1, -1) if threshold else ():
         line = lines[k]
         stripped = line.lstrip()
         if not stripped or stripped[0] in "#)]}\"'":
@@ -139,6 +146,7 @@ def _region_start(lines: list[str], row: int) -> int | None:
         if indent >= threshold:
             continue
         threshold = indent
+        statement = k
         block = _BLOCK.match(stripped)
         if block:
             if block.group(1) == "class":
@@ -151,7 +159,9 @@ def _region_start(lines: list[str], row: int) -> int | None:
             break
     if outermost_def is not None:
         return outermost_def
-    return innermost_class
+    if innermost_class is not None:
+        return innermost_class
+    return statement
 
 
 def _block_end(lines: list[str], start: int) -> int:
