@@ -111,9 +111,9 @@ _CANDIDATE = re.compile(r"#[^\r\n]*(?i:noqa)")
 
 def _candidate_comments(source: str) -> list[tuple[int, int, str, bool]] | None:
     """Comments that mention noqa, found line by line without tokenizing the file
-    (tokenize costs more than the whole check of a large backend). None when one
-    stands alone on its line in a file with triple quotes: only tokenize can tell
-    such a comment from a line of a docstring, which must silence nothing."""
+    (tokenize costs more than the whole check of a large backend). None when a
+    file-level directive shows up in a file with triple quotes: only tokenize can
+    tell it from a line of a docstring, which must silence nothing."""
     comments = []
     row, counted = 1, 0
     for match in _CANDIDATE.finditer(source):
@@ -132,8 +132,10 @@ def _candidate_comments(source: str) -> list[tuple[int, int, str, bool]] | None:
         if column is None:
             continue
         alone = not line[:column].strip()
+        if alone and not _FILE_DIRECTIVE.match(line[column:].rstrip()):
+            continue  # a comment-only row holds no finding: nothing to suppress
         if alone and ('"""' in source or "'''" in source):
-            return None  # a line of a multi-line string looks just like this
+            return None  # a docstring line must not silence the file: tokenize
         comments.append((row, column, line[column:], alone))
     return comments
 

@@ -305,3 +305,21 @@ def test_clean_repository_passes(
     assert outcome.returncode == 0, outcome.output
     assert outcome.hook_result(hook_id) == "Passed"
     assert (repo / BACKEND).read_text() == clean
+
+
+# --- the documented configuration for SGLang ----------------------------------------
+
+
+def test_documented_config_validates_and_runs_fix_before_isort_and_black() -> None:
+    path = ROOT / "docs" / "pre-commit-config.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-config", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    config = yaml.safe_load(path.read_text())
+    order = [hook["id"] for repo in config["repos"] for hook in repo["hooks"]]
+    assert set(order) >= {FIX_HOOK, CHECK_HOOK, "isort", "black"}
+    assert order.index(FIX_HOOK) < order.index("isort") < order.index("black")
