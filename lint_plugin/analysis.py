@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,7 +33,20 @@ from lint_plugin.rules import RULES
 from lint_plugin.source import Source, one_line
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMMENT = re.compile(r"#[^\r\n]*")
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in _COMMENT.sub("", text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
@@ -151,12 +165,17 @@ class _Walker:
                 )
                 for i in match.terms
             ]
-            shown = (spans[0][0], spans[-1][1])
-            edit_span = owner_span if not match.contiguous else shown
-            if match.whole:
-                shown = edit_span = owner_span
+            shown = owner_span if match.whole else (spans[0][0], spans[-1][1])
+            # Terms next to each other in the flattened sum may still sit in
+            # different parentheses (`a + (b + c)`): splice only a balanced span,
+            # else rewrite the whole sum from its terms.
+            splice = match.whole or (
+                match.contiguous and _balanced(src.text[shown[0] : shown[1]])
+            )
+            edit_span = shown if splice else owner_span
         else:
             shown = edit_span = owner_span
+            splice = True
 
         def text_of(expr) -> str:
             text = src.segment(expr.node)
@@ -169,7 +188,7 @@ class _Walker:
             return src.text[start:end]
 
         call = render_call(match, text_of)
-        content = render_replacement(match, text_of, term_text_of)
+        content = render_replacement(match, text_of, term_text_of, splice)
         rule = RULES[match.code]
         message = rule.message.format(
             text=one_line(src.text[shown[0] : shown[1]]),

@@ -64,6 +64,7 @@ class FormulaMatch:
 
     @property
     def contiguous(self) -> bool:
+        """The matched terms are neighbours in the flattened sum."""
         return self.whole or self.terms[1] == self.terms[0] + 1
 
 
@@ -179,13 +180,15 @@ def render_replacement(
     match: FormulaMatch,
     text_of: Callable[[Expr], str],
     term_text_of: Callable[[int], str],
+    splice: bool,
 ) -> str:
-    """Text for the owner's span (or the matched terms' span when contiguous).
+    """Text for the matched terms' span when ``splice``, else for the whole owner
+    rebuilt from its terms (the matched pair replaced by the call).
 
     ``term_text_of(i)`` gives term ``i``'s text with its own parentheses.
     """
     call = render_call(match, text_of)
-    if match.contiguous:
+    if splice:
         return call
     first, second = match.terms
     parts: list[str] = []

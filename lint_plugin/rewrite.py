@@ -6,12 +6,14 @@ same change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint_plugin.edits import apply_edits, original_text
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
@@ -67,7 +69,7 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
                     )
     edits = [edit for finding in applied for edit in finding.fix.edits]
     new_text = apply_edits(text, edits)
-    helpers = {_helper_name(edit.content) for edit in edits}
+    helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
     new_text = _add_imports(new_text, helpers, options.helpers_module)
     if options.wrap:
         from lint_plugin.formatting import changed_line_ranges, format_ranges
@@ -84,8 +86,7 @@ def _applicable(finding: Finding, options: Options) -> bool:
     return fix.applicability == "safe" or options.unsafe_fixes
 
 
-def _helper_name(content: str) -> str:
-    return content.split("(", 1)[0].strip()
+_HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
 
 
 def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
