@@ -36,13 +36,30 @@ def original_text(text: str, edit: Edit) -> str:
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with non-overlapping ``edits`` applied (later ones first)."""
+    """``text`` with non-overlapping ``edits`` applied."""
+    return apply_edits_with_rows(text, edits)[0]
+
+
+def apply_edits_with_rows(
+    text: str, edits: Sequence[Edit]
+) -> tuple[str, list[tuple[int, int]]]:
+    """``text`` with ``edits`` applied, and the 1-based rows each edit's lines
+    occupy afterwards (for formatting just those statements)."""
     starts = line_starts(text)
     spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[0])
     for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         if start < end:
             raise ValueError("overlapping edits")
-    for start, end, edit in reversed(spans):
+    rows: list[tuple[int, int]] = []
+    shift = 0
+    for start, end, edit in spans:  # rows first, top down, on the original text
+        comments = _COMMENT.findall(text[start:end])
+        old_lines = edit.end_row - edit.row + 1
+        new_lines = len(comments) + edit.content.count("\n") + 1
+        first = edit.row + shift
+        rows.append((first, first + new_lines - 1))
+        shift += new_lines - old_lines
+    for start, end, edit in reversed(spans):  # then text, bottom up
         comments = _COMMENT.findall(text[start:end])
         text = text[:start] + edit.content + text[end:]
         if comments:
@@ -51,4 +68,4 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             indent = line[: len(line) - len(line.lstrip())]
             moved = "".join(f"{indent}{c.strip()}\n" for c in comments)
             text = text[:line_start] + moved + text[line_start:]
-    return text
+    return text, rows

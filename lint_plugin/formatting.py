@@ -6,7 +6,6 @@ rest of a file stays byte-for-byte as its authors left it.
 
 from __future__ import annotations
 
-import difflib
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -26,21 +25,9 @@ def _ruff() -> str:
         return "ruff"
 
 
-def changed_line_ranges(before: str, after: str) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges of ``after`` that differ from ``before``."""
-    matcher = difflib.SequenceMatcher(
-        None, before.splitlines(), after.splitlines(), autojunk=False
-    )
-    ranges = []
-    for tag, _, _, j1, j2 in matcher.get_opcodes():
-        if tag in ("replace", "insert") and j2 > j1:
-            ranges.append((j1 + 1, j2))
-    return ranges
-
-
 def format_ranges(text: str, ranges: list[tuple[int, int]], path: Path) -> str:
     """``text`` with the statements overlapping ``ranges`` formatted."""
-    for first, last in sorted(ranges, reverse=True):
+    for first, last in _merged(ranges)[::-1]:  # bottom up: rows above stay put
         text = _format_range(text, first, last, path)
     return text
 
@@ -65,3 +52,13 @@ def _format_range(text: str, first: int, last: int, path: Path) -> str:
     if result.returncode != 0:
         raise FormatError(result.stderr.strip().splitlines()[-1:] or "ruff failed")
     return result.stdout
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
+        else:
+            merged.append((first, last))
+    return merged

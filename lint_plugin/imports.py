@@ -41,6 +41,9 @@ def ensure_imported(
         f"from {helpers_module} import {', '.join(wanted)}\n"
     )
     index = _insertion_index(body, helpers_module)
+    if index == 1 and _is_docstring(body[0]):
+        # black and ruff format keep one blank line after a module docstring.
+        statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
     if index < len(body):
         if index == 0:
             # The new import becomes the first statement: it takes over the
@@ -129,12 +132,17 @@ def _insertion_index(body, helpers_module: str) -> int:
 
 
 def _after_docstring_and_future(body) -> int:
-    index = 0
-    if body and isinstance(body[0], cst.SimpleStatementLine):
-        first = body[0].body[0]
-        if isinstance(first, cst.Expr) and isinstance(first.value, cst.SimpleString):
-            index = 1
-    return index
+    return 1 if body and _is_docstring(body[0]) else 0
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(
+            statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)
+        )
+    )
 
 
 def _isort_name_key(name: str) -> tuple[int, str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lint_plugin.edits import apply_edits, original_text
+from lint_plugin.edits import apply_edits_with_rows, original_text
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
@@ -68,14 +68,14 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
                         f"refused, not equal to the original: {reason}"
                     )
     edits = [edit for finding in applied for edit in finding.fix.edits]
-    new_text = apply_edits(text, edits)
+    edited, rows = apply_edits_with_rows(text, edits)
     helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
-    new_text = _add_imports(new_text, helpers, options.helpers_module)
+    new_text = _add_imports(edited, helpers, options.helpers_module)
+    rows = _shift_for_import(edited, new_text, rows)
     if options.wrap:
-        from lint_plugin.formatting import changed_line_ranges, format_ranges
+        from lint_plugin.formatting import format_ranges
 
-        ranges = changed_line_ranges(text, new_text)
-        new_text = format_ranges(new_text, ranges, Path(path))
+        new_text = format_ranges(new_text, rows, Path(path))
     return Rewrite(new_text, applied)
 
 
@@ -89,10 +89,67 @@ def _applicable(finding: Finding, options: Options) -> bool:
 _HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
 
 
+def _shift_for_import(
+    before: str, after: str, rows: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``rows`` moved past the one block of lines the import change touched, which
+    is itself added to them."""
+    if before == after:
+        return rows
+    old, new = before.split("\n"), after.split("\n")
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(old), len(new)) - prefix
+        and old[-1 - suffix] == new[-1 - suffix]
+    ):
+        suffix += 1
+    delta = len(new) - len(old)
+    shifted = [(a + delta, b + delta) if a > prefix else (a, b) for a, b in rows]
+    return [(prefix + 1, max(prefix + 1, len(new) - suffix)), *shifted]
+
+
+# The module's header ends where its first top-level def, class or decorator starts:
+# imports live above it, so libcst only has to parse that much.
+_FIRST_BLOCK = re.compile(r"^(?:async[ \t]+def|def|class|@)", re.M)
+
+
 def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
     import libcst as cst
 
     from lint_plugin.imports import ensure_imported
 
-    module = cst.parse_module(text)
-    return ensure_imported(module, helpers, helpers_module).code
+    first_block = _FIRST_BLOCK.search(text)
+    cut = first_block.start() if first_block else len(text)
+    head, tail = text[:cut], text[cut:]
+    try:
+        module = cst.parse_module(head)
+    except cst.ParserSyntaxError:  # the cut fell inside a string: parse it all
+        module, tail = cst.parse_module(text), ""
+    wanted = {name for name in helpers if not _bound_in(tail, name)}
+    new_module = ensure_imported(module, wanted, helpers_module)
+    new_head = new_module.code
+    if tail and new_head != head and _ends_with_import(new_module):
+        # The added import now sits right above the first def or class: two blank
+        # lines between them, as black and ruff format want.
+        new_head = new_head.rstrip("\n") + "\n\n\n"
+    return new_head + tail
+
+
+def _ends_with_import(module) -> bool:
+    import libcst as cst
+
+    if not module.body or any(line.comment for line in module.footer):
+        return False
+    last = module.body[-1]
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(
+        last.body[0], (cst.Import, cst.ImportFrom)
+    )
+
+
+def _bound_in(tail: str, name: str) -> bool:
+    """Is ``name`` defined or imported at module level below the header?"""
+    pattern = rf"^(?:(?:async\s+)?def\s+{name}\b|(?:from\s.*)?import\s.*\b{name}\b)"
+    return re.search(pattern, tail, re.M) is not None

@@ -186,6 +186,27 @@ class TestImports(CodemodTest):
         """
         self.assertCodemod(before, after, helpers_module="lint_plugin.runtime")
 
+    def test_first_import_after_docstring_keeps_blank_lines(self) -> None:
+        before = """
+            \"\"\"A backend.\"\"\"
+
+
+            class XMultiStepDraftBackend:
+                def f(self, seq_lens_sum, bs, i):
+                    return seq_lens_sum * self.topk + bs * (i + 1)
+        """
+        after = """
+            \"\"\"A backend.\"\"\"
+
+            from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len
+
+
+            class XMultiStepDraftBackend:
+                def f(self, seq_lens_sum, bs, i):
+                    return draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)
+        """
+        self.assertCodemod(before, after)
+
     def test_nothing_rewritten_nothing_imported(self) -> None:
         before = """
             import torch

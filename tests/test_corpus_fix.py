@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from corpus import BACKENDS
 
-from lint_plugin.formatting import changed_line_ranges
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.scan import check_source
@@ -95,7 +94,7 @@ def _lines_a_formatter_changes(before: str, after: str) -> list[tuple[int, int]]
 @pytest.mark.parametrize("name", BACKENDS)
 def test_formatters_leave_rewritten_statements_alone(rewritten, name: str) -> None:
     original, _, unsafe, _ = rewritten[name]
-    ours = changed_line_ranges(original, unsafe.text)
+    ours = _lines_a_formatter_changes(unsafe.text, original)
     for tool in (
         [sys.executable, "-m", "ruff", "format", "--stdin-filename", name, "-"],
         [sys.executable, "-m", "black", "-q", "--target-version", "py310", "-"],
