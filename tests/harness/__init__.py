@@ -13,6 +13,7 @@ from __future__ import annotations
 from .errors import HarnessError
 from .kernel import ReferenceDraftKernel
 from .loader import ClassSource, extract_class, load_class
+from .mutate import StandInRewriteError, rewrite_in_class
 from .record import (
     Allocation,
     AllocationChange,
@@ -27,7 +28,6 @@ from .record import (
     diff,
 )
 from .run import CompareCounts, Params, compare, default_grid, run
-from .stand_in import StandInRewriteError, rewrite_in_class, stand_in_rewrite
 from .torch_proxy import RecordingTorch
 
 __all__ = [
@@ -55,5 +55,4 @@ __all__ = [
     "load_class",
     "rewrite_in_class",
     "run",
-    "stand_in_rewrite",
 ]
