@@ -67,7 +67,9 @@ def build_cases(keys: str) -> tuple[Path, list[Case]]:
     if missing:
         raise BenchError(f"missing backend files in {root}: {missing}")
 
-    ours = [tool("draft-kv-lint"), "check"]
+    # --no-config: this repository's own [tool.draft-kv-lint] (found above the
+    # cache folder) would skip tests/ folders that ruff checks.
+    ours = [tool("draft-kv-lint"), "check", "--no-config"]
     ruff = [tool("ruff"), "check", "--no-cache", "--select", "F401"]
     flake8 = tool("flake8")
     # The CLI is written separately from the engine; say so plainly rather than
