@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -195,7 +196,7 @@ class _Walker:
             args=call[call.index("(") + 1 : -1],
         )
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        self._add(match.code, shown, message, fix, {"helper": match.helper})
+        self._add(match.code, shown, message, fix)
 
     # ---- KVI003 / KVI004 -------------------------------------------------
 
@@ -233,7 +234,7 @@ class _Walker:
                 helper=helper,
                 slot=slot,
             )
-            self._add("KVI004", span, message, None, {})
+            self._add("KVI004", span, message, None)
 
     def _check_allocation(self, call: ast.Call, ctx: _Context) -> None:
         shape = allocation_shape(call)
@@ -257,7 +258,7 @@ class _Walker:
         span = self.source.span(width_node)
         text = one_line(self.source.segment(width_node))
         message = RULES["KVI003"].message.format(text=text)
-        self._add("KVI003", span, message, self._unsafe_fix(width, span, ctx), {})
+        self._add("KVI003", span, message, self._unsafe_fix(width, span, ctx))
 
     def _unsafe_fix(self, width, span, ctx: _Context) -> Fix | None:
         """``count * max_context_len`` -> the helper with the class's topk."""
@@ -299,13 +300,11 @@ class _Walker:
         end_row, end_column = self.source.position(span[1])
         return Edit(content, row, column, end_row, end_column)
 
-    def _add(self, code, span, message, fix, extra) -> None:
+    def _add(self, code, span, message, fix) -> None:
         row, column = self.source.position(span[0])
         end_row, end_column = self.source.position(span[1])
         self.findings.append(
-            Finding(
-                self.path, row, column, end_row, end_column, code, message, fix, extra
-            )
+            Finding(self.path, row, column, end_row, end_column, code, message, fix)
         )
 
 
@@ -326,9 +325,9 @@ def _scope(
         scope.params.append(arg.arg)
     # An alias or a sized local is assigned on a row naming its role or helper, so
     # statements that mention nothing are not looked into.
-    pending = [s for s in node.body if _mentions(rows, s)]
+    pending = deque(s for s in node.body if _mentions(rows, s))
     while pending:
-        statement = pending.pop(0)
+        statement = pending.popleft()
         for child in ast.iter_child_nodes(statement):
             if isinstance(child, (ast.stmt, ast.excepthandler)) and _mentions(
                 rows, child

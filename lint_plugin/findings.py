@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 SYNTAX_ERROR_CODE = "E999"
 
@@ -37,7 +37,6 @@ class Finding:
     code: str
     message: str
     fix: Fix | None = None
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
