@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 from lint_plugin.allocations import is_draft_backend_class
 from lint_plugin.analysis import analyze
@@ -77,7 +78,7 @@ def check_source(data: bytes, path: str) -> list[Finding]:
         except SyntaxError:
             pass  # misread layout or a real error: the whole file decides
     try:
-        tree = ast.parse(text, filename=path)
+        tree = _parse(text, path)
     except SyntaxError as exc:
         return [_syntax_error(exc, path)]
     return analyze(tree, Source(text), path, interesting_rows(text))
@@ -89,7 +90,7 @@ def _check_region(lines, start: int, end: int, indent: bool, path) -> list[Findi
         # An indented block parses as the body of an `if`, columns untouched.
         snippet = "if 1:\n" + snippet
         start -= 1
-    tree = ast.parse(snippet)
+    tree = _parse(snippet, path)
     return analyze(tree, Source(snippet, start), path, interesting_rows(snippet))
 
 
@@ -176,6 +177,14 @@ def _block_end(lines: list[str], start: int) -> int:
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
+
+
+def _parse(text: str, path: str) -> ast.Module:
+    # A SyntaxWarning about the analysed file (an invalid escape in a string) is
+    # the file's own business, not noise for the person running the checker.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=path)
 
 
 def _syntax_error(exc: SyntaxError, path: str) -> Finding:

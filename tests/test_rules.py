@@ -205,3 +205,14 @@ def test_unsized_allocation_forms(call: str, expected: list[str]) -> None:
         f"        self.cuda_graph_kv_indices = {call}\n"
     )
     assert codes(source) == expected
+
+
+def test_warnings_about_the_analysed_file_are_not_raised() -> None:
+    import warnings
+
+    source = snippet('pattern = "\\\\("\nn = seq_lens_sum * self.topk + bs * (i + 1)\n')
+    assert "\\(" in source
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert codes(source) == ["KVI001"]
+    assert caught == []
