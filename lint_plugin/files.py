@@ -144,31 +144,43 @@ def _force_excluded(path: str, path_filter: PathFilter) -> bool:
 
 
 def _walk(top: str, path_filter: PathFilter, found: Discovery) -> None:
-    def on_error(error: OSError) -> None:
-        where = error.filename or top
-        found.errors.append(FileError(_display(where), error.strerror or str(error)))
-
-    for folder, subfolders, names in os.walk(top, onerror=on_error):
-        # Prune in place so os.walk never descends into skipped folders; sorting keeps
-        # the output order independent of the file system.
-        subfolders[:] = sorted(
-            name
-            for name in subfolders
-            if not is_skipped_folder(os.path.join(folder, name))
-            and not path_filter.is_excluded(os.path.join(folder, name))
-        )
-        for name in sorted(names):
-            if not name.endswith(PYTHON_SUFFIXES):
+    # scandir, not os.walk: its entries know file from folder without another stat,
+    # which is most of the cost on a tree of thousands of files.
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as error:
+            where = error.filename or folder
+            found.errors.append(
+                FileError(_display(where), error.strerror or str(error))
+            )
+            continue
+        subfolders = []
+        for entry in entries:
+            path = entry.path
+            if entry.is_dir(follow_symlinks=False):
+                # Symbolic links to folders are not followed (they land below).
+                if not is_skipped_folder(path) and not path_filter.is_excluded(path):
+                    subfolders.append(path)
                 continue
-            path = os.path.join(folder, name)
+            if not entry.name.endswith(PYTHON_SUFFIXES):
+                continue
             if path_filter.is_excluded(path) or not path_filter.is_included(path):
                 continue
-            if not os.path.exists(path):  # lexists but not exists: a broken link
-                found.errors.append(FileError(_display(path), _missing_reason(path)))
-                continue
-            if os.path.isdir(path):  # a symlink to a folder named like a module
-                continue
+            if entry.is_symlink():
+                if not os.path.exists(path):  # a broken link
+                    found.errors.append(
+                        FileError(_display(path), _missing_reason(path))
+                    )
+                    continue
+                if os.path.isdir(path):  # a link to a folder named like a module
+                    continue
             found.files.append(_display(path))
+        # Depth first in name order, as os.walk would list them.
+        pending.extend(reversed(subfolders))
 
 
 def discover(
@@ -194,8 +206,9 @@ def discover(
     # The same file named twice (or named and inside a named folder) is checked once.
     seen: set[str] = set()
     unique = []
+    cwd = os.getcwd()
     for path in found.files:
-        key = os.path.abspath(path)
+        key = os.path.normpath(os.path.join(cwd, path))
         if key not in seen:
             seen.add(key)
             unique.append(path)
