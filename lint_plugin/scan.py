@@ -11,6 +11,9 @@ shortcut can cost time but never a finding.
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
+import itertools
 import re
 import warnings
 
@@ -96,6 +99,7 @@ def _check_region(lines, start: int, end: int, indent: bool, path) -> list[Findi
 
 def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
+    layout = _Layout(text, lines)
     spans: list[tuple[int, int]] = []
     row = counted = 0
     for match in _INTEREST_TEXT.finditer(text):
@@ -103,10 +107,10 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
         counted = match.start()
         if spans and spans[-1][0] <= row < spans[-1][1]:
             continue  # this block is already picked
-        start = _region_start(lines, row)
-        if start is None:
+        region = layout.region(row)
+        if region is None:
             return None
-        end = _block_end(lines, start)
+        start, end = region
         while spans and spans[-1][1] > start:  # a larger block swallows earlier ones
             previous = spans.pop()
             start, end = min(start, previous[0]), max(end, previous[1])
@@ -121,9 +125,84 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     return regions
 
 
+_BLOCK_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+
+
+class _Layout:
+    """Where the blocks of one file start and end, found with C-speed searches:
+    the def and class lines once, a block's end by one regex search."""
+
+    def __init__(self, text: str, lines: list[str]) -> None:
+        self.text = text
+        self.lines = lines
+        self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
+        row = counted = 0
+        for match in _BLOCK_LINE.finditer(text):
+            row += text.count("\n", counted, match.start())
+            counted = match.start()
+            self.blocks.append(
+                (row, len(match.group(1)), match.group(2), match.group(3))
+            )
+        self._block_rows = [block[0] for block in self.blocks]
+        self._offsets: list[int] | None = None
+
+    def region(self, row: int) -> tuple[int, int] | None:
+        """The draft class holding ``row``, else the outermost def around it, else
+        the innermost class, else the module-level statement it belongs to."""
+        start = self._enclosing_block(row)
+        if start is not None:
+            end = self.block_end(start)
+            if start <= row < end:
+                return start, end
+        # Module-level code, or a layout the block lines misread: go line by line.
+        start = _region_start(self.lines, row)
+        return None if start is None else (start, self.block_end(start))
+
+    def _enclosing_block(self, row: int) -> int | None:
+        threshold = _indent(self.lines[row])
+        outermost_def = innermost_class = None
+        index = bisect.bisect_right(self._block_rows, row) - 1
+        for block_row, indent, kind, name in reversed(self.blocks[: index + 1]):
+            if block_row != row:
+                if indent >= threshold:
+                    continue
+                threshold = indent
+            if kind == "class":
+                if is_draft_backend_class(name):
+                    return block_row
+                if innermost_class is None:
+                    innermost_class = block_row
+            else:
+                outermost_def = block_row
+            if indent == 0:
+                break
+        return outermost_def if outermost_def is not None else innermost_class
+
+    def block_end(self, start: int) -> int:
+        """The first row after ``start`` indented no deeper than it (blank lines,
+        comments and closing brackets do not end a block)."""
+        if self._offsets is None:
+            self._offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
+        following = start + 1
+        if following >= len(self.lines):
+            return len(self.lines)
+        position = self._offsets[following] + following  # + one "\n" per line
+        match = _block_end_pattern(_indent(self.lines[start])).search(
+            self.text, position
+        )
+        if match is None:
+            return len(self.lines)
+        return following + self.text.count("\n", position, match.start())
+
+
+@functools.lru_cache(maxsize=64)
+def _block_end_pattern(indent: int) -> re.Pattern[str]:
+    return re.compile(rf"^[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]", re.M)
+
+
 def _region_start(lines: list[str], row: int) -> int | None:
-    """The draft class holding ``row``, else the outermost def around it, else the
-    innermost class, else the module-level statement it belongs to."""
+    """Line by line: the draft class holding ``row``, else the outermost def around
+    it, else the innermost class, else the module-level statement it belongs to."""
     stripped = lines[row].lstrip()
     threshold = len(lines[row]) - len(stripped)
     outermost_def = innermost_class = None
@@ -161,18 +240,6 @@ def _region_start(lines: list[str], row: int) -> int | None:
     if innermost_class is not None:
         return innermost_class
     return statement
-
-
-def _block_end(lines: list[str], start: int) -> int:
-    indent = _indent(lines[start])
-    for k in range(start + 1, len(lines)):
-        line = lines[k]
-        stripped = line.lstrip()
-        if not stripped or stripped[0] in "#)]}":
-            continue
-        if len(line) - len(stripped) <= indent:
-            return k
-    return len(lines)
 
 
 def _indent(line: str) -> int:
