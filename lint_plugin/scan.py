@@ -107,6 +107,8 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
         counted = match.start()
         if spans and spans[-1][0] <= row < spans[-1][1]:
             continue  # this block is already picked
+        if lines[row].lstrip().startswith("#"):
+            continue  # a mention in a comment matches nothing
         region = layout.region(row)
         if region is None:
             return None
@@ -159,24 +161,25 @@ class _Layout:
         return None if start is None else (start, self.block_end(start))
 
     def _enclosing_block(self, row: int) -> int | None:
+        """The draft class or the outermost def around ``row``; None when ``row``
+        sits in a class body outside any def (the line scan finds its statement)."""
         threshold = _indent(self.lines[row])
-        outermost_def = innermost_class = None
+        outermost_def = None
         index = bisect.bisect_right(self._block_rows, row) - 1
         for block_row, indent, kind, name in reversed(self.blocks[: index + 1]):
             if block_row != row:
                 if indent >= threshold:
                     continue
                 threshold = indent
-            if kind == "class":
-                if is_draft_backend_class(name):
-                    return block_row
-                if innermost_class is None:
-                    innermost_class = block_row
-            else:
+            if kind == "def":
                 outermost_def = block_row
+            elif is_draft_backend_class(name):
+                return block_row
+            elif outermost_def is None:
+                return None
             if indent == 0:
                 break
-        return outermost_def if outermost_def is not None else innermost_class
+        return outermost_def
 
     def block_end(self, start: int) -> int:
         """The first row after ``start`` indented no deeper than it (blank lines,
@@ -202,19 +205,19 @@ def _block_end_pattern(indent: int) -> re.Pattern[str]:
 
 def _region_start(lines: list[str], row: int) -> int | None:
     """Line by line: the draft class holding ``row``, else the outermost def around
-    it, else the innermost class, else the module-level statement it belongs to."""
+    it, else the class-body or module-level statement it belongs to. Only the
+    draft class is taken whole: a large class (a settings dataclass) mentioning
+    topk in one field is not worth parsing all of."""
     stripped = lines[row].lstrip()
     threshold = len(lines[row]) - len(stripped)
-    outermost_def = innermost_class = None
-    statement = row if threshold == 0 else None
+    outermost_def = None
+    statement = row
     block = _BLOCK.match(stripped)
     if block:
         if block.group(1) == "def":
             outermost_def = row
         elif is_draft_backend_class(block.group(2)):
             return row
-        else:
-            innermost_class = row
     for k in range(row - 1, -1, -1) if threshold else ():
         line = lines[k]
         stripped = line.lstrip()
@@ -224,22 +227,21 @@ def _region_start(lines: list[str], row: int) -> int | None:
         if indent >= threshold:
             continue
         threshold = indent
-        statement = k
         block = _BLOCK.match(stripped)
-        if block:
-            if block.group(1) == "class":
-                if is_draft_backend_class(block.group(2)):
-                    return k
-                innermost_class = k if innermost_class is None else innermost_class
-            else:
-                outermost_def = k
+        if block and block.group(1) == "class":
+            if is_draft_backend_class(block.group(2)):
+                return k
+            if outermost_def is None:
+                return statement  # the statement in the class body
+        elif block:
+            outermost_def = k
+        statement = k
         if indent == 0:
             break
-    if outermost_def is not None:
-        return outermost_def
-    if innermost_class is not None:
-        return innermost_class
-    return statement
+    else:
+        if threshold:
+            return None  # never reached column 0: a layout we cannot read
+    return outermost_def if outermost_def is not None else statement
 
 
 def _indent(line: str) -> int:
