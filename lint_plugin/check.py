@@ -66,11 +66,13 @@ def check_files(paths: Sequence[str], selection: Selection) -> CheckResult:
     workers = _workers(len(paths))
     if workers < 2:
         return _check_serially(paths, selection)
-    import multiprocessing
-
-    chunks = [(list(paths[i::workers]), selection) for i in range(workers)]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        parts = pool.starmap(_check_serially, chunks)
+    chunks = [list(paths[i::workers]) for i in range(workers)]
+    # Plain fork and a pipe per child: importing multiprocessing alone would cost
+    # a tenth of a whole-package run. The parent checks the first chunk itself.
+    children = [_fork_checker(chunk, selection) for chunk in chunks[1:]]
+    parts = [_check_serially(chunks[0], selection)]
+    for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
+        parts.append(_collect(pid, pipe, chunk, selection))
     result = CheckResult()
     for part in parts:
         result.reports += part.reports
@@ -81,6 +83,38 @@ def check_files(paths: Sequence[str], selection: Selection) -> CheckResult:
     result.reports.sort(key=lambda report: order[report.path])
     result.errors.sort(key=lambda error: order.get(error.path, 0))
     return result
+
+
+def _fork_checker(chunk: list[str], selection: Selection) -> tuple[int, int]:
+    import os
+    import pickle
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check, send the result, leave without cleanup
+        status = 1
+        try:
+            os.close(read_end)
+            data = pickle.dumps(_check_serially(chunk, selection))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(pid: int, pipe: int, chunk: list[str], selection: Selection):
+    import os
+    import pickle
+
+    with os.fdopen(pipe, "rb") as stream:
+        data = stream.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return _check_serially(chunk, selection)  # the child failed: do it here
+    return pickle.loads(data)
 
 
 def _workers(files: int) -> int:

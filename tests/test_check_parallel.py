@@ -1,0 +1,35 @@
+"""Large runs fork workers; what they report must not depend on that."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from lint_plugin import check
+from lint_plugin.selection import Layer, build_selection
+
+SITE = "n = seq_lens_sum * self.topk + bs * (i + 1)\n"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_forked_workers_report_what_one_process_reports(tmp_path: Path, monkeypatch):
+    paths = []
+    for index in range(12):
+        path = tmp_path / f"m{index:02}.py"
+        path.write_text(SITE * (index % 3) + ("x = (\n" if index == 7 else ""))
+        paths.append(str(path))
+    paths.append(str(tmp_path / "missing.py"))
+    selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
+
+    serial = check._check_serially(paths, selection)
+    monkeypatch.setattr(check, "_workers", lambda files: 3)
+    forked = check.check_files(paths, selection)
+
+    assert [r.path for r in forked.reports] == [r.path for r in serial.reports]
+    assert forked.findings == serial.findings
+    # 4 files with one site, 4 with two, one of those is broken: 11 + one E999
+    assert len(forked.findings) == 12
+    assert forked.files_checked == serial.files_checked == 12
+    assert [e.path for e in forked.errors] == [e.path for e in serial.errors]
