@@ -3,7 +3,8 @@
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not
-UTF-8, does not parse, rewrite refused by the oracle); 2 usage or internal error.
+UTF-8, does not parse, rewrite refused by the oracle); 2 usage or internal error
+(an internal error on one file is reported for it and the others are still fixed).
 
 A file's bytes are kept as they were outside the rewritten statements: its BOM,
 its line endings (CRLF stays CRLF) and its mode. Writes go to a temporary file in
@@ -33,6 +34,7 @@ class FixReport:
     fixed: int = 0
     unsafe: int = 0
     failed: int = 0
+    crashed: int = 0
 
 
 def run_fix(
@@ -48,7 +50,12 @@ def run_fix(
     err = err or sys.stderr
     report = FixReport()
     for path in files:
-        outcome = fix_file(path, options, write=not (diff or check))
+        try:
+            outcome = fix_file(path, options, write=not (diff or check))
+        except Exception as error:  # one file must not stop the others
+            print(FileError(path, f"internal error, left unchanged: {error}"), file=err)
+            report.crashed += 1
+            continue
         if isinstance(outcome, FileError):
             print(outcome, file=err)
             report.failed += 1
@@ -78,6 +85,8 @@ def run_fix(
         elif check:
             print(f"Would fix {len(rewrite.applied)} site(s) in {path}", file=err)
     _summarise(report, diff or check, err)
+    if report.crashed:
+        return 2
     if report.failed:
         return 1
     return 1 if (diff or check) and report.changed_files else 0

@@ -154,3 +154,24 @@ def test_libcst_tool_runs_the_same_transform(backends: Path) -> None:
     for name in NAMES:
         want = (FIXTURES / "expected" / "safe" / name).read_text()
         assert (backends / name).read_text() == want, name
+
+
+def test_an_internal_error_on_one_file_spares_the_others(tmp_path, monkeypatch, capsys):
+    from lint_plugin import formatting
+
+    first = write(tmp_path / "a.py", SITE.encode())
+    second = write(tmp_path / "b.py", SITE.encode())
+    real = formatting.format_ranges
+    calls = []
+
+    def fail_once(text, ranges, path):
+        calls.append(path)
+        if len(calls) == 1:
+            raise formatting.FormatError("ruff is not there")
+        return real(text, ranges, path)
+
+    monkeypatch.setattr(formatting, "format_ranges", fail_once)
+    assert main(["fix", "--no-config", str(tmp_path)]) == 2
+    assert first.read_bytes() == SITE.encode()  # left as it was
+    assert second.read_text() == FIXED
+    assert "ruff is not there" in capsys.readouterr().err
