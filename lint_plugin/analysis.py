@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,16 +30,15 @@ from lint_plugin.formulas import (
 )
 from lint_plugin.roles import SEQUENCE_COUNT_NAMES, Role, role_of_name
 from lint_plugin.rules import RULES
-from lint_plugin.source import Source, one_line
+from lint_plugin.source import COMMENT, Source, one_line
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_COMMENT = re.compile(r"#[^\r\n]*")
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
 
 
 def _balanced(text: str) -> bool:
     depth = 0
-    for char in _COMMENT.sub("", text):
+    for char in COMMENT.sub("", text):
         if char in "([{":
             depth += 1
         elif char in ")]}":

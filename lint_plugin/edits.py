@@ -12,8 +12,7 @@ import re
 from collections.abc import Sequence
 
 from lint_plugin.findings import Edit
-
-_COMMENT = re.compile(r"#[^\r\n]*")
+from lint_plugin.source import COMMENT
 
 
 def line_starts(text: str) -> list[int]:
@@ -53,14 +52,14 @@ def apply_edits_with_rows(
     rows: list[tuple[int, int]] = []
     shift = 0
     for start, end, edit in spans:  # rows first, top down, on the original text
-        comments = _COMMENT.findall(text[start:end])
+        comments = COMMENT.findall(text[start:end])
         old_lines = edit.end_row - edit.row + 1
         new_lines = len(comments) + edit.content.count("\n") + 1
         first = edit.row + shift
         rows.append((first, first + new_lines - 1))
         shift += new_lines - old_lines
     for start, end, edit in reversed(spans):  # then text, bottom up
-        comments = _COMMENT.findall(text[start:end])
+        comments = COMMENT.findall(text[start:end])
         text = text[:start] + edit.content + text[end:]
         if comments:
             line_start = text.rfind("\n", 0, start) + 1

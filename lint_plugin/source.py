@@ -84,9 +84,10 @@ class Source:
                 return start, end
 
 
-_COMMENT = re.compile(r"#[^\r\n]*")
+# A comment in an arithmetic span (which holds no string literal to fool it).
+COMMENT = re.compile(r"#[^\r\n]*")
 
 
 def one_line(text: str) -> str:
     """An expression's text as one line, for messages: no comments, single spaces."""
-    return " ".join(_COMMENT.sub("", text).split())
+    return " ".join(COMMENT.sub("", text).split())
