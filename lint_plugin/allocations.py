@@ -20,6 +20,25 @@ def is_draft_backend_class(name: str) -> bool:
     return DRAFT_CLASS.fullmatch(name) is not None
 
 
+def is_allocation(call: ast.Call) -> bool:
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in _TORCH_ALLOCATORS:
+        return isinstance(func.value, ast.Name) and func.value.id == "torch"
+    return func.attr in _TENSOR_ALLOCATORS
+
+
+# A class whose text names a topk and a step count or the index kernel may be a
+# draft backend; the walk looks at all of it and the facts decide (see
+# ClassFacts.is_draft_backend). A superset, so that check's shortcuts lose nothing.
+_MAY_BE_DRAFT = re.compile(r"num_steps|generate_draft_decode_kv_indices")
+
+
+def may_be_draft_backend(class_text: str) -> bool:
+    return "topk" in class_text and _MAY_BE_DRAFT.search(class_text) is not None
+
+
 def allocation_shape(call: ast.Call) -> list[ast.expr] | None:
     """The dimensions a torch allocation call asks for, or None if it is not one.
 

@@ -13,23 +13,36 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lint_plugin.allocations import allocation_shape, is_draft_backend_class
-from lint_plugin.arith import AST, Leaf, Product, Sum, build
+from lint_plugin.allocations import (
+    is_allocation,
+    is_draft_backend_class,
+    may_be_draft_backend,
+)
+from lint_plugin.arith import AST, Leaf, Sum, build
+from lint_plugin.facts import (
+    KERNEL,
+    Allocation,
+    Binding,
+    ClassFacts,
+    FunctionFacts,
+    HelperBinding,
+    HelperCall,
+    Launch,
+    ModuleFacts,
+    position,
+    self_attribute,
+)
 from lint_plugin.findings import Edit, Finding, Fix
 from lint_plugin.formulas import (
-    BUFFER_WIDTH,
     HELPER_SLOTS,
     FormulaMatch,
     find_formula_matches,
-    has_topk_factor,
-    mentions_role,
-    misplaced_arguments,
     render_call,
-    render_helper_call,
     render_replacement,
 )
-from lint_plugin.roles import SEQUENCE_COUNT_NAMES, Role, role_of_name
-from lint_plugin.rules import RULES
+from lint_plugin.roles import Role, role_of_name
+from lint_plugin.rules import DECISIONS, RULES
+from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.source import COMMENT, Source, one_line
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -60,40 +73,58 @@ def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
 class _Scope:
     """What a function (and the functions nested in it) says about its names."""
 
-    params: list[str] = field(default_factory=list)
     aliases: dict[str, Role] = field(default_factory=dict)
-    sized: set[str] = field(default_factory=set)  # locals holding a sized width
-    functions: list[ast.AST] = field(default_factory=list)  # this one and outer ones
 
 
 @dataclass(frozen=True)
 class _Context:
-    draft_class: bool = False
-    class_topk: str | None = None  # "self.topk" when the class keeps one
     scope: _Scope | None = None
+    function: FunctionFacts | None = None
+    cls: ClassFacts | None = None
+    # Inside a class that may be a draft backend every statement is walked: a
+    # width's chain of locals names no role word on most of its rows.
+    whole: bool = False
 
 
 def analyze(
-    tree: ast.AST, source: Source, path: str, rows: Sequence[int] | None = None
+    tree: ast.AST,
+    source: Source,
+    path: str,
+    rows: Sequence[int] | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
 ) -> list[Finding]:
     """All KVI findings in ``tree`` (not filtered by noqa or selection).
 
     ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
     finding needs; statements touching none of them are skipped, except in a
-    function with aliases (``k = self.topk``), whose formulas may name none.
+    function with aliases (``k = self.topk``), whose formulas may name none, and
+    in a class that may be a draft backend.
     """
-    walker = _Walker(source, path, rows)
+    walker = _Walker(source, path, rows, settings)
     walker.visit(tree, _Context(), False)
+    for decide in DECISIONS:
+        decide(walker.facts, walker)
     return walker.findings
 
 
 class _Walker:
-    def __init__(self, source: Source, path: str, rows: Sequence[int] | None) -> None:
+    """Walks one tree: matches the inline formulas, gathers facts for the rules,
+    and is the reporter the rules add their findings through."""
+
+    def __init__(
+        self,
+        source: Source,
+        path: str,
+        rows: Sequence[int] | None,
+        settings: Settings = DEFAULT_SETTINGS,
+    ) -> None:
         self.source = source
         self.path = path
         self.rows = rows
+        self.settings = settings
         self.findings: list[Finding] = []
-        self._targets: dict[int, str] = {}  # id(call) -> name it is assigned to
+        self.facts = ModuleFacts()
+        self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
 
     def mentions(self, node: ast.AST) -> bool:
         return _mentions(self.rows, node)
@@ -104,48 +135,147 @@ class _Walker:
         if (
             isinstance(node, ast.stmt)
             and not isinstance(node, _SCOPES)
+            and not ctx.whole
             and not (ctx.scope and ctx.scope.aliases)
             and not self.mentions(node)
         ):
             return  # the common case: a statement that names nothing we match
         if isinstance(node, ast.ClassDef):
-            ctx = self._class_context(node, ctx)
+            ctx = self._enter_class(node, ctx)
         elif isinstance(node, _FUNCTIONS):
             if node.name in HELPER_SLOTS:
-                return  # the helpers' own definitions spell out the formulas
-            scope = _scope(node, ctx.scope, self.rows)
-            ctx = _Context(ctx.draft_class, ctx.class_topk, scope)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            self._remember_target(node)
+                # The helpers' own definitions spell out the formulas; whether
+                # this one is trusted is KVI005's business.
+                self.facts.helper_bindings.append(
+                    HelperBinding(node.name, node, "function")
+                )
+                return
+            ctx = self._enter_function(node, ctx)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self._remember_assignment(node, ctx)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            self._remember_unknown_targets(node, ctx)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._remember_import(node)
         elif isinstance(node, ast.Call):
-            self._check_call(node, ctx)
+            self._remember_call(node, ctx)
+        elif isinstance(node, ast.Attribute) and ctx.cls is not None:
+            attr = self_attribute(node)
+            if attr is not None:
+                ctx.cls.attributes.add(attr)
         is_arith = AST.binop(node) is not None
         if is_arith and not parent_arith:
             self._check_arith(node, ctx)
         for child in ast.iter_child_nodes(node):
             self.visit(child, ctx, is_arith)
 
-    def _class_context(self, node: ast.ClassDef, ctx: _Context) -> _Context:
-        draft = is_draft_backend_class(node.name)
-        topk = None
-        if draft:
-            for sub in ast.walk(node):
-                if (
-                    isinstance(sub, ast.Attribute)
-                    and isinstance(sub.ctx, ast.Store)
-                    and isinstance(sub.value, ast.Name)
-                    and sub.value.id == "self"
-                    and role_of_name(sub.attr) is Role.TOPK
-                ):
-                    topk = f"self.{sub.attr}"
-                    break
-        return _Context(draft, topk, None)
+    def _enter_class(self, node: ast.ClassDef, ctx: _Context) -> _Context:
+        if node.name in HELPER_SLOTS:
+            self.facts.helper_bindings.append(HelperBinding(node.name, node, "class"))
+        facts = ClassFacts(node)
+        self.facts.classes.append(facts)
+        whole = is_draft_backend_class(node.name) or may_be_draft_backend(
+            self.source.segment(node)
+        )
+        return _Context(None, None, facts, whole)
 
-    def _remember_target(self, node: ast.Assign | ast.AnnAssign) -> None:
-        if isinstance(node.value, ast.Call):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [AST.name(t) or "" for t in targets]
-            self._targets[id(node.value)] = " ".join(names)
+    def _enter_function(self, node, ctx: _Context) -> _Context:
+        scope = _scope(node, ctx.scope, self.rows)
+        function = FunctionFacts(node, ctx.function, ctx.cls)
+        args = node.args
+        every = (
+            *args.posonlyargs,
+            *args.args,
+            *args.kwonlyargs,
+            args.vararg,
+            args.kwarg,
+        )
+        function.params = [a.arg for a in every if a is not None]
+        if ctx.cls is not None:
+            ctx.cls.functions.append(function)
+        return _Context(scope, function, ctx.cls, ctx.whole)
+
+    def _remember_assignment(self, node, ctx: _Context) -> None:
+        if isinstance(node, ast.Assign):
+            targets, value, op = node.targets, node.value, None
+        else:
+            targets, value = [node.target], node.value
+            op = node.op if isinstance(node, ast.AugAssign) else None
+        if isinstance(value, ast.Call):
+            self.targets[id(value)] = " ".join(AST.name(t) or "" for t in targets)
+        for target in targets:
+            self._bind(target, value, node, op, ctx)
+
+    def _bind(self, target, value, statement, op, ctx: _Context) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = (
+                value.elts
+                if isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                else [None] * len(target.elts)
+            )
+            for element, element_value in zip(target.elts, values, strict=True):
+                self._bind(element, element_value, statement, op, ctx)
+            return
+        if isinstance(target, ast.Starred):
+            self._bind(target.value, None, statement, None, ctx)
+            return
+        name = target.id if isinstance(target, ast.Name) else None
+        attr = self_attribute(target)
+        if (name or attr) in HELPER_SLOTS:
+            self.facts.helper_bindings.append(
+                HelperBinding(name or attr, target, "assignment")
+            )
+        function = ctx.function
+        if function is None:
+            return
+        binding = Binding(position(statement), value, statement, op, function)
+        if name is not None:
+            function.locals.add(name, binding)
+        elif attr is not None:
+            function.attrs.add(attr, binding)
+
+    def _remember_unknown_targets(self, node, ctx: _Context) -> None:
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        else:
+            targets = [i.optional_vars for i in node.items if i.optional_vars]
+        for target in targets:
+            self._bind(target, None, node, None, ctx)
+
+    def _remember_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        trusted = False
+        if isinstance(node, ast.ImportFrom):
+            trusted = self.settings.trusts(
+                resolve_module(node.module, node.level, self.path)
+            )
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            if trusted and alias.name in HELPER_SLOTS:
+                self.facts.helper_names[bound] = alias.name
+                if bound == alias.name or bound not in HELPER_SLOTS:
+                    continue
+            if bound in HELPER_SLOTS:
+                self.facts.helper_bindings.append(HelperBinding(bound, node, "import"))
+
+    def _remember_call(self, call: ast.Call, ctx: _Context) -> None:
+        for keyword in call.keywords:
+            if keyword.arg and isinstance(keyword.value, ast.Call):
+                self.targets[id(keyword.value)] = keyword.arg
+        helper = self.facts.helper_names.get(AST.name(call.func) or "")
+        if helper is not None:
+            self.facts.helper_calls.append(HelperCall(call, helper, ctx.function))
+            return
+        function, cls = ctx.function, ctx.cls
+        if function is None or cls is None:
+            return
+        if is_allocation(call):
+            target = self.targets.get(id(call))
+            cls.allocations.append(Allocation(call, function, target))
+        elif (
+            isinstance(call.func, ast.Subscript) and AST.name(call.func.value) == KERNEL
+        ):
+            cls.launches.append(Launch(call, function))
 
     # ---- KVI001 / KVI002 -------------------------------------------------
 
@@ -196,100 +326,16 @@ class _Walker:
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
         self._add(match.code, shown, message, fix)
 
-    # ---- KVI003 / KVI004 -------------------------------------------------
+    # ---- the reporter the rules use ------------------------------------------
 
-    def _check_call(self, call: ast.Call, ctx: _Context) -> None:
-        for keyword in call.keywords:
-            if keyword.arg and isinstance(keyword.value, ast.Call):
-                self._targets[id(keyword.value)] = keyword.arg
-        name = AST.name(call.func)
-        if name in HELPER_SLOTS:
-            self._check_helper_arguments(call, name, ctx)
-        elif ctx.draft_class and ctx.scope is not None:
-            self._check_allocation(call, ctx)
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return self.source.span(node)
 
-    def _check_helper_arguments(self, call: ast.Call, helper: str, ctx: _Context):
-        slots = [slot for slot, _ in HELPER_SLOTS[helper]]
-        aliases = ctx.scope.aliases if ctx.scope else {}
-        given: list[tuple[str, ast.expr]] = []
-        for index, arg in enumerate(call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            if index < len(slots):
-                given.append((slots[index], arg))
-        given += [(k.arg, k.value) for k in call.keywords if k.arg in slots]
-        nodes = dict(given)
-        roles = []
-        for slot, node in given:
-            expr = build(node, AST, aliases)
-            roles.append((slot, expr.role if isinstance(expr, Leaf) else None))
-        for slot, role in misplaced_arguments(helper, roles):
-            node = nodes[slot]
-            span = self.source.span(node)
-            message = RULES["KVI004"].message.format(
-                text=one_line(self.source.segment(node)),
-                role=f"a {role.value}",
-                helper=helper,
-                slot=slot,
-            )
-            self._add("KVI004", span, message, None)
+    def edit(self, span: tuple[int, int], content: str) -> Edit:
+        return self._edit(span, content)
 
-    def _check_allocation(self, call: ast.Call, ctx: _Context) -> None:
-        shape = allocation_shape(call)
-        if shape is None or len(shape) != 2:
-            return
-        scope = ctx.scope
-        steps = build(shape[0], AST, scope.aliases)
-        if not (isinstance(steps, Leaf) and steps.role is Role.NUM_STEPS):
-            return
-        width_node = shape[1]
-        width = build(width_node, AST, scope.aliases)
-        # A kv_indices row is context-sized; other per-step buffers (kv_indptr,
-        # masks) are another rule's business.
-        target = self._targets.get(id(call))
-        if not mentions_role(width, Role.MAX_CONTEXT_LEN) or (
-            target is not None and "kv_indices" not in target
-        ):
-            return
-        if _is_sized(width_node, width, scope):
-            return
-        span = self.source.span(width_node)
-        text = one_line(self.source.segment(width_node))
-        message = RULES["KVI003"].message.format(text=text)
-        self._add("KVI003", span, message, self._unsafe_fix(width, span, ctx))
-
-    def _unsafe_fix(self, width, span, ctx: _Context) -> Fix | None:
-        """``count * max_context_len`` -> the helper with the class's topk."""
-        if not isinstance(width, Product) or len(width.factors) != 2:
-            return None
-        mcl = [
-            f for f in width.factors if getattr(f, "role", None) is Role.MAX_CONTEXT_LEN
-        ]
-        if len(mcl) != 1:
-            return None
-        (count,) = (f for f in width.factors if f is not mcl[0])
-        if not isinstance(count, Leaf) or count.value is not None:
-            return None
-        scope = ctx.scope
-        topk = ctx.class_topk or next(
-            (n for n in scope.params if role_of_name(n) is Role.TOPK), None
-        )
-        count_text = self.source.segment(count.node)
-        note = "the row grows by the topk factor"
-        if count.role is Role.TOKENS:
-            known = set(scope.params) | _assigned_names(scope.functions)
-            seqs = next((n for n in SEQUENCE_COUNT_NAMES if n in known), None)
-            if seqs is None:
-                return None
-            note = f"{count_text} is replaced by the sequence count {seqs} times topk"
-            count_text = seqs
-        if topk is None:
-            return None
-        content = render_helper_call(
-            BUFFER_WIDTH, (count_text, topk, self.source.segment(mcl[0].node))
-        )
-        message = f"Size the row with `{content}` (changes the allocation: {note})"
-        return Fix("unsafe", message, (self._edit(span, content),))
+    def add(self, code: str, span: tuple[int, int], message: str, fix=None) -> None:
+        self._add(code, span, message, fix)
 
     # ---- output ----------------------------------------------------------
 
@@ -313,15 +359,8 @@ def _scope(
 ) -> _Scope:
     scope = _Scope()
     if outer is not None:
-        scope.params = list(outer.params)
         scope.aliases = dict(outer.aliases)
-        scope.sized = set(outer.sized)
-        scope.functions = list(outer.functions)
-    scope.functions.append(node)
-    args = node.args
-    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-        scope.params.append(arg.arg)
-    # An alias or a sized local is assigned on a row naming its role or helper, so
+    # An alias is assigned on a row naming its role or helper, so
     # statements that mention nothing are not looked into.
     pending = deque(s for s in node.body if _mentions(rows, s))
     while pending:
@@ -344,26 +383,4 @@ def _scope(
             and role_of_name(target.id) is None
         ):
             scope.aliases[target.id] = value.role
-        if _is_sized(statement.value, value, scope):
-            scope.sized.add(target.id)
     return scope
-
-
-def _assigned_names(functions: Sequence[ast.AST]) -> set[str]:
-    """Local names of these functions (only needed for a rare unsafe fix)."""
-    return {
-        target.id
-        for function in functions
-        for sub in ast.walk(function)
-        if isinstance(sub, ast.Assign)
-        for target in sub.targets
-        if isinstance(target, ast.Name)
-    }
-
-
-def _is_sized(node: ast.expr, width, scope: _Scope) -> bool:
-    if isinstance(node, ast.Call) and AST.name(node.func) == BUFFER_WIDTH:
-        return True
-    if isinstance(node, ast.Name) and node.id in scope.sized:
-        return True
-    return has_topk_factor(width)

@@ -11,15 +11,32 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
 from lint_plugin.scan import interesting_rows
+from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.source import Source
 
 
 class KviChecker:
     name = "draft-kv-lint"
     version = __version__
+    settings = Settings()
+
+    @classmethod
+    def add_options(cls, manager) -> None:
+        # flake8 option names are global across plugins: ours carry --kvi-.
+        manager.add_option(
+            "--kvi-helpers-module",
+            default=DEFAULT_HELPERS_MODULE,
+            parse_from_config=True,
+            help="module the draft kv_indices helpers are trusted from "
+            f"(default: {DEFAULT_HELPERS_MODULE})",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.settings = Settings(helpers_module=options.kvi_helpers_module)
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
         self.tree = tree
@@ -32,18 +49,25 @@ class KviChecker:
         if not rows:
             return
         source = Source(text)
-        for node in _statements_around(self.tree.body, rows):
-            for finding in analyze(node, source, self.filename, rows):
+        for node in _statements_around(self.tree.body, rows, source):
+            findings = analyze(node, source, self.filename, rows, self.settings)
+            for finding in findings:
                 # flake8 wants 0-based columns and adds 1 itself.
                 message = f"{finding.code} {finding.message}"
                 yield finding.row, finding.column - 1, message, type(self)
 
 
-def _statements_around(body: list[ast.stmt], rows: list[int]) -> Iterator[ast.AST]:
+def _statements_around(
+    body: list[ast.stmt], rows: list[int], source: Source
+) -> Iterator[ast.AST]:
     for stmt in body:
         if not any(stmt.lineno <= row <= stmt.end_lineno for row in rows):
             continue
-        if isinstance(stmt, ast.ClassDef) and not is_draft_backend_class(stmt.name):
-            yield from _statements_around(stmt.body, rows)
+        if (
+            isinstance(stmt, ast.ClassDef)
+            and not is_draft_backend_class(stmt.name)
+            and not may_be_draft_backend(source.segment(stmt))
+        ):
+            yield from _statements_around(stmt.body, rows, source)
         else:
             yield stmt

@@ -16,10 +16,12 @@ import functools
 import itertools
 import re
 import warnings
+from collections.abc import Callable
 
-from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.source import Source
 
 # Every finding needs one of these words in the file (KVI003: the class name).
@@ -67,7 +69,9 @@ def decode(data: bytes) -> str:
         ) from None
 
 
-def check_source(data: bytes, path: str) -> list[Finding]:
+def check_source(
+    data: bytes, path: str, settings: Settings = DEFAULT_SETTINGS
+) -> list[Finding]:
     """All findings in one file's bytes; noqa and selection are the caller's."""
     text = decode(data)
     if not could_match(data):
@@ -78,7 +82,7 @@ def check_source(data: bytes, path: str) -> list[Finding]:
         findings: list[Finding] = []
         try:
             for start, end, indent in regions:
-                findings += _check_region(lines, start, end, indent, path)
+                findings += _check_region(lines, start, end, indent, path, settings)
             return findings
         except SyntaxError:
             pass  # misread layout or a real error: the whole file decides
@@ -86,17 +90,21 @@ def check_source(data: bytes, path: str) -> list[Finding]:
         tree = _parse(text, path)
     except SyntaxError as exc:
         return [_syntax_error(exc, path)]
-    return analyze(tree, Source(text), path, interesting_rows(text))
+    return analyze(tree, Source(text), path, interesting_rows(text), settings)
 
 
-def _check_region(lines, start: int, end: int, indent: bool, path) -> list[Finding]:
+def _check_region(
+    lines, start: int, end: int, indent: bool, path, settings: Settings
+) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
         # An indented block parses as the body of an `if`, columns untouched.
         snippet = "if 1:\n" + snippet
         start -= 1
     tree = _parse(snippet, path)
-    return analyze(tree, Source(snippet, start), path, interesting_rows(snippet))
+    return analyze(
+        tree, Source(snippet, start), path, interesting_rows(snippet), settings
+    )
 
 
 def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
@@ -122,8 +130,13 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     regions = []
     for start, end in spans:
         block = _BLOCK.match(lines[start].lstrip())
-        is_draft = block and is_draft_backend_class(block.group(2))
-        if not is_draft and not _SECOND_ROLE.search("\n".join(lines[start:end])):
+        text = "\n".join(lines[start:end])
+        is_draft = (
+            block
+            and block.group(1) == "class"
+            and layout.may_be_draft(start, block.group(2))
+        )
+        if not is_draft and not _SECOND_ROLE.search(text):
             continue
         regions.append((start, end, _indent(lines[start]) > 0))
     return regions
@@ -149,6 +162,7 @@ class _Layout:
             )
         self._block_rows = [block[0] for block in self.blocks]
         self._offsets: list[int] | None = None
+        self._draft_rows: dict[int, bool] = {}
 
     def region(self, row: int) -> tuple[int, int] | None:
         """The draft class holding ``row``, else the outermost def around it, else
@@ -159,7 +173,7 @@ class _Layout:
             if start <= row < end:
                 return start, end
         # Module-level code, or a layout the block lines misread: go line by line.
-        start = _region_start(self.lines, row)
+        start = _region_start(self.lines, row, self.may_be_draft)
         return None if start is None else (start, self.block_end(start))
 
     def _enclosing_block(self, row: int) -> int | None:
@@ -175,13 +189,23 @@ class _Layout:
                 threshold = indent
             if kind == "def":
                 outermost_def = block_row
-            elif is_draft_backend_class(name):
+            elif self.may_be_draft(block_row, name):
                 return block_row
             elif outermost_def is None:
                 return None
             if indent == 0:
                 break
         return outermost_def
+
+    def may_be_draft(self, row: int, name: str) -> bool:
+        if is_draft_backend_class(name):
+            return True
+        if row not in self._draft_rows:
+            end = self.block_end(row)
+            offsets = self._offsets
+            text = self.text[offsets[row] + row : offsets[end] + end]
+            self._draft_rows[row] = may_be_draft_backend(text)
+        return self._draft_rows[row]
 
     def block_end(self, start: int) -> int:
         """The first row after ``start`` indented no deeper than it (blank lines,
@@ -205,7 +229,9 @@ def _block_end_pattern(indent: int) -> re.Pattern[str]:
     return re.compile(rf"^[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]", re.M)
 
 
-def _region_start(lines: list[str], row: int) -> int | None:
+def _region_start(
+    lines: list[str], row: int, may_be_draft: Callable[[int, str], bool]
+) -> int | None:
     """Line by line: the draft class holding ``row``, else the outermost def around
     it, else the class-body or module-level statement it belongs to. Only the
     draft class is taken whole: a large class (a settings dataclass) mentioning
@@ -218,7 +244,7 @@ def _region_start(lines: list[str], row: int) -> int | None:
     if block:
         if block.group(1) == "def":
             outermost_def = row
-        elif is_draft_backend_class(block.group(2)):
+        elif may_be_draft(row, block.group(2)):
             return row
     for k in range(row - 1, -1, -1) if threshold else ():
         line = lines[k]
@@ -231,7 +257,7 @@ def _region_start(lines: list[str], row: int) -> int | None:
         threshold = indent
         block = _BLOCK.match(stripped)
         if block and block.group(1) == "class":
-            if is_draft_backend_class(block.group(2)):
+            if may_be_draft(k, block.group(2)):
                 return k
             if outermost_def is None:
                 return statement  # the statement in the class body

@@ -49,15 +49,20 @@ def _load() -> dict[str, Rule]:
         kvi002_inline_buffer_width,
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
+        kvi005_shadowed_helper,
     )
 
-    modules = (
+    return (
         kvi001_inline_used_len,
         kvi002_inline_buffer_width,
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
+        kvi005_shadowed_helper,
     )
-    return {m.RULE.code: m.RULE for m in modules}
 
 
-RULES: dict[str, Rule] = _load()
+_MODULES = _load()
+RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
+# The rules that decide from the walk's facts (KVI001/KVI002 are matched during
+# the walk itself): each is ``decide(facts, reporter)``.
+DECISIONS = tuple(m.decide for m in _MODULES if hasattr(m, "decide"))

@@ -1,4 +1,31 @@
+"""KVI003: the CI gate against the #27338 bug, a draft kv_indices row without topk.
+
+The rule judges a width by its value, not its spelling: each dimension of an
+allocation is expanded through locals and ``self.`` attributes (see
+:func:`lint_plugin.facts.expand`) before it is read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from lint_plugin.allocations import allocation_shape
+from lint_plugin.facts import (
+    Allocation,
+    ClassFacts,
+    ModuleFacts,
+    definition,
+    expand,
+    position,
+)
+from lint_plugin.findings import Fix
+from lint_plugin.formulas import BUFFER_WIDTH, render_helper_call
+from lint_plugin.roles import SEQUENCE_COUNT_NAMES, Role
 from lint_plugin.rules import Example, Rule
+from lint_plugin.source import one_line
+from lint_plugin.values import argument, factors, is_steps, role_of
 
 _TEMPLATE = """\
 import torch
@@ -23,11 +50,27 @@ _FIXED = _TEMPLATE.replace(
     "            ),\n",
 )
 
+_LOCAL = """\
+import torch
+
+
+class FooMultiStepDraftBackend:
+    def __init__(self, topk):
+        self.topk = topk
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int):
+        kv_indices_width = {width}
+        self.cuda_graph_kv_indices = torch.zeros(
+            (self.speculative_num_steps, kv_indices_width),
+            dtype=torch.int32,
+        )
+"""
+
 RULE = Rule(
     code="KVI003",
     name="unsized-draft-kv-indices-buffer",
     message=(
-        "draft kv_indices buffer width `{text}` has no topk factor: "
+        "draft kv_indices buffer width {text} has no topk factor: "
         "size it with draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
     ),
     fix_title="Size the row with `draft_kv_indices_buffer_width(...)`",
@@ -89,10 +132,42 @@ the class has no visible topk or the function no sequence count.
             _TEMPLATE.format(width="max_bs * self.topk * self.sliding_window_size")
         ),
         Example(_TEMPLATE.format(width="max_bs + 1")),
+        # One branch per request (no topk kept): the row is right, whatever the name.
         Example(
-            _TEMPLATE.replace("FooMultiStepDraftBackend", "FooAttnBackend").format(
+            _TEMPLATE.replace("self.topk = topk", "self.page_size = 1").format(
                 width="max_bs * self.max_context_len"
             )
+        ),
+        # Another multi-step backend: per-step buffers, none context-sized.
+        Example(
+            _TEMPLATE.replace("FooMultiStepDraftBackend", "FooMultiStepBackend").format(
+                width="max_bs + 1"
+            )
+        ),
+        # A padded helper width, the helper through an alias and a module.
+        Example(
+            _TEMPLATE.format(
+                width="draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len) + 64"
+            )
+        ),
+        Example(
+            "from sglang.srt.speculative.spec_utils import (\n"
+            "    draft_kv_indices_buffer_width as width_of,\n)\n"
+            + _TEMPLATE.format(
+                width="width_of(max_bs, self.topk, self.max_context_len)"
+            )
+        ),
+        Example(
+            _TEMPLATE.format(
+                width="spec_utils.draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)"
+            )
+        ),
+        # topk through a local, in any position of the product.
+        Example(
+            _TEMPLATE.replace(
+                "        self.cuda_graph_kv_indices",
+                "        k = self.topk\n        self.cuda_graph_kv_indices",
+            ).format(width="self.max_context_len * k * max_bs")
         ),
     ),
     invalid=(
@@ -106,5 +181,198 @@ the class has no visible topk or the function no sequence count.
             _FIXED,
             unsafe=True,
         ),
+        # Known by what it does, not by its name.
+        Example(
+            _TEMPLATE.replace("FooMultiStepDraftBackend", "FooAttnBackend").format(
+                width="max_bs * self.max_context_len"
+            ),
+            _FIXED.replace("FooMultiStepDraftBackend", "FooAttnBackend"),
+            unsafe=True,
+        ),
+        # The width made in a local: the fix sizes it where it is made.
+        Example(
+            _LOCAL.format(width="max_bs * self.max_context_len"),
+            _LOCAL.format(
+                width="draft_kv_indices_buffer_width(\n"
+                "            max_bs, self.topk, self.max_context_len\n"
+                "        )"
+            ),
+            unsafe=True,
+        ),
+        Example(
+            _TEMPLATE.format(
+                width="draft_kv_indices_buffer_width(max_bs, 1, self.max_context_len)"
+            )
+        ),
     ),
 )
+
+
+# Per-step buffers of a draft backend that are not its kv_indices rows.
+_OTHER_BUFFER = re.compile(r"indptr|mask|last_page|seq_lens|positions|qo_")
+
+
+@dataclass(frozen=True)
+class Width:
+    """What a width expression is: context-sized, sized by topk, a topk itself."""
+
+    context: bool = False
+    sized: bool = False
+    topk: bool = False
+
+
+def judge(node: ast.expr, helper_names: dict[str, str]) -> Width:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _product([judge(f, helper_names) for f in factors(node)])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return _sum([judge(node.left, helper_names), judge(node.right, helper_names)])
+    if isinstance(node, ast.Call):
+        name = helper_names.get(_callee(node) or "")
+        if name == BUFFER_WIDTH:
+            topk = argument(node, BUFFER_WIDTH, "topk")
+            return Width(context=True, sized=_is_topk(topk, helper_names))
+        if _callee(node) in ("max", "min") and node.args and not node.keywords:
+            return _sum([judge(a, helper_names) for a in node.args])
+        return Width()
+    role = role_of(node)
+    return Width(context=role is Role.MAX_CONTEXT_LEN, topk=role is Role.TOPK)
+
+
+def _product(parts: list[Width]) -> Width:
+    return Width(
+        context=any(p.context for p in parts),
+        sized=any(p.sized or p.topk for p in parts),
+        topk=any(p.topk for p in parts),
+    )
+
+
+def _sum(parts: list[Width]) -> Width:
+    """A padded or bounded width is sized when every context-sized part is."""
+    context = [p for p in parts if p.context]
+    return Width(context=bool(context), sized=all(p.sized for p in context))
+
+
+def _is_topk(node: ast.expr | None, helper_names: dict[str, str]) -> bool:
+    return node is not None and judge(node, helper_names).topk
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """An allocation read as ``(steps, width...)``: the width's parts (expanded),
+    the width as written where the finding points, and that node when the
+    width is one dimension an unsafe fix may size."""
+
+    width: list[ast.expr]
+    shown: ast.expr
+    written: ast.expr | None
+
+
+def _shape(allocation: Allocation) -> _Shape | None:
+    dims = allocation_shape(allocation.call)
+    if not dims:
+        return None
+    function, at = allocation.function, position(allocation.call)
+    expanded = [expand(d, function, at) for d in dims]
+    shown_dims = dims
+    if len(expanded) == 1 and isinstance(expanded[0], (ast.Tuple, ast.List)):
+        expanded = list(expanded[0].elts)  # a shape held in a local
+        shown_dims = [dims[0]] * len(expanded)
+    if len(expanded) >= 2:
+        if not is_steps(expanded[0]):
+            return None
+        written = dims[1] if len(dims) == 2 else None
+        return _Shape(expanded[1:], shown_dims[1], written)
+    parts = factors(expanded[0])  # a flat (steps * width,) buffer
+    steps = [p for p in parts if is_steps(p)]
+    if len(steps) != 1:
+        return None
+    return _Shape([p for p in parts if p is not steps[0]], dims[0], None)
+
+
+def decide(facts: ModuleFacts, report) -> None:
+    """One finding per unsized kv_indices allocation of a draft backend."""
+    for cls in facts.classes:
+        if not cls.is_draft_backend:
+            continue
+        for allocation in cls.allocations:
+            if allocation.target and _OTHER_BUFFER.search(allocation.target):
+                continue
+            shape = _shape(allocation)
+            if shape is None:
+                continue
+            width = _product([judge(p, facts.helper_names) for p in shape.width])
+            if not width.context or width.sized:
+                continue
+            _report(cls, allocation, shape, facts, report)
+
+
+def _report(cls: ClassFacts, allocation, shape: _Shape, facts, report) -> None:
+    span = report.span(shape.shown)
+    text = f"`{one_line(report.source.segment(shape.shown))}`"
+    fix = None
+    if shape.written is not None:
+        site, owner, _ = definition(
+            shape.written, allocation.function, position(allocation.call)
+        )
+        if site is not shape.written:
+            made = one_line(report.source.segment(site))
+            text += f" (= `{made}`)"
+        fix = _unsafe_fix(cls, site, owner, facts, report)
+    report.add("KVI003", span, RULE.message.format(text=text), fix)
+
+
+def _unsafe_fix(cls: ClassFacts, site, function, facts, report) -> Fix | None:
+    """``count * max_context_len`` where the width is made -> the helper with the
+    class's topk."""
+    parts = factors(site)
+    if len(parts) != 2 or cls.topk_attr is None:
+        return None
+    at = position(site)
+    roles = [role_of(expand(p, function, at)) for p in parts]
+    if roles.count(Role.MAX_CONTEXT_LEN) != 1:
+        return None
+    mcl = parts[roles.index(Role.MAX_CONTEXT_LEN)]
+    count = parts[1 - roles.index(Role.MAX_CONTEXT_LEN)]
+    count_role = roles[1 - roles.index(Role.MAX_CONTEXT_LEN)]
+    if not isinstance(count, (ast.Name, ast.Attribute)) or count_role not in (
+        None,
+        Role.TOKENS,
+    ):
+        return None
+    count_text = report.source.segment(count)
+    note = "the row grows by the topk factor"
+    if count_role is Role.TOKENS:
+        known = _names_in_scope(function)
+        seqs = next((n for n in SEQUENCE_COUNT_NAMES if n in known), None)
+        if seqs is None:
+            return None
+        note = f"{count_text} is replaced by the sequence count {seqs} times topk"
+        count_text = seqs
+    content = render_helper_call(
+        BUFFER_WIDTH,
+        (count_text, f"self.{cls.topk_attr}", report.source.segment(mcl)),
+    )
+    message = f"Size the row with `{content}` (changes the allocation: {note})"
+    return Fix("unsafe", message, (report.edit(report.span(site), content),))
+
+
+def _names_in_scope(function) -> set[str]:
+    names: set[str] = set()
+    while function is not None:
+        names |= set(function.params)
+        names |= {
+            t.id
+            for sub in ast.walk(function.node)
+            if isinstance(sub, ast.Assign)
+            for t in sub.targets
+            if isinstance(t, ast.Name)
+        }
+        function = function.parent
+    return names

@@ -1,9 +1,17 @@
+"""KVI004: a helper call with an argument in another parameter's place."""
+
+from __future__ import annotations
+
+from lint_plugin.facts import ModuleFacts, expand, position
+from lint_plugin.formulas import misplaced_arguments
 from lint_plugin.rules import Example, Rule
+from lint_plugin.source import one_line
+from lint_plugin.values import arguments, role_of
 
 RULE = Rule(
     code="KVI004",
     name="misplaced-draft-kv-indices-helper-argument",
-    message="`{text}` looks like {role} but is passed to {helper} as `{slot}`",
+    message="{helper} called with {problems}",
     fix_title=None,
     fix_safety=None,
     doc="""
@@ -12,7 +20,8 @@ Finds a call to `draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)` o
 `draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)` where an argument
 whose name says what it is (a topk, a seq_lens_sum, a max_context_len, a
 num_steps, or a token count) sits in another parameter's place, positionally or by
-keyword.
+keyword. A local is read by the value it holds (`k = self.topk` is a topk). One
+finding per call names every misplaced argument, so a swapped pair is one finding.
 
 ## Why is this bad?
 The helpers exist so the formula is written once; passing `self.topk` where `bs`
@@ -51,3 +60,27 @@ No fix: which argument is wrong is for a person to decide.
         ),
     ),
 )
+
+
+def decide(facts: ModuleFacts, report) -> None:
+    for helper_call in facts.helper_calls:
+        call, helper, function = helper_call.call, helper_call.helper, None
+        function = helper_call.function
+        given = arguments(call, helper)
+        roles = []
+        for slot, node in given:
+            if function is not None:
+                node = expand(node, function, position(call))
+            roles.append((slot, role_of(node)))
+        problems = misplaced_arguments(helper, roles)
+        if not problems:
+            continue
+        nodes = dict(given)
+        described = ", ".join(
+            f"`{one_line(report.source.segment(nodes[slot]))}` (a {role.value}) "
+            f"as `{slot}`"
+            for slot, role in problems
+        )
+        first = nodes[problems[0][0]]
+        message = RULE.message.format(helper=helper, problems=described)
+        report.add("KVI004", report.span(first), message)

@@ -1,0 +1,101 @@
+"""KVI005: a helper's name bound outside the helpers module."""
+
+from __future__ import annotations
+
+import ast
+
+from lint_plugin.facts import ModuleFacts
+from lint_plugin.rules import Example, Rule
+
+RULE = Rule(
+    code="KVI005",
+    name="shadowed-draft-kv-indices-helper",
+    message=(
+        "`{name}` is bound here ({kind}) outside {module}: "
+        "a local copy of the helper is trusted by nobody"
+    ),
+    fix_title=None,
+    fix_safety=None,
+    doc="""
+## What it does
+Finds a binding of `draft_kv_indices_buffer_width` or `draft_kv_indices_used_len`
+anywhere but the helpers module: a `def` or `class` of that name, an assignment to
+it (`draft_kv_indices_buffer_width = lambda ...`), or an import of it from another
+module. The helpers module is `sglang.srt.speculative.spec_utils` unless the
+`helpers-module` setting names another (`[tool.draft-kv-lint]`,
+`--helpers-module`, flake8's `--kvi-helpers-module`); draft-kv-lint's own
+reference runtime (`lint_plugin.runtime`) is trusted too. Imports from a trusted
+module, under any alias, are not findings.
+
+## Why is this bad?
+KVI003 trusts a width made by `draft_kv_indices_buffer_width(...)`. A local
+function of the same name that forgets the topk factor would pass every check
+while allocating the very buffer the helper exists to prevent (upstream #27338).
+The helpers are correct because there is exactly one of each.
+
+## Example
+```python
+def draft_kv_indices_buffer_width(num_seqs, topk, max_context_len):
+    return num_seqs * max_context_len
+```
+
+## Use instead
+```python
+from sglang.srt.speculative.spec_utils import draft_kv_indices_buffer_width
+```
+
+## Fix safety
+No fix: whether the local copy or the call sites are wrong is for a person to
+decide.
+""",
+    valid=(
+        Example(
+            "from sglang.srt.speculative.spec_utils import draft_kv_indices_buffer_width\n"
+        ),
+        Example(
+            "from sglang.srt.speculative.spec_utils import (\n"
+            "    draft_kv_indices_used_len as used_len,\n)\n"
+        ),
+        Example("from lint_plugin.runtime import draft_kv_indices_used_len\n"),
+        Example("import sglang.srt.speculative.spec_utils as spec_utils\n"),
+    ),
+    invalid=(
+        Example(
+            "def draft_kv_indices_buffer_width(num_seqs, topk, max_context_len):\n"
+            "    return num_seqs * max_context_len\n"
+        ),
+        Example("draft_kv_indices_used_len = lambda s, t, b, n: s + b * n\n"),
+        Example("from mylib.sizes import draft_kv_indices_buffer_width\n"),
+        Example(
+            "class Backend:\n"
+            "    def draft_kv_indices_buffer_width(self, n, t, c):\n"
+            "        return n * c\n"
+        ),
+    ),
+)
+
+_KINDS = {"function": "a def", "class": "a class", "assignment": "an assignment"}
+
+
+def decide(facts: ModuleFacts, report) -> None:
+    if report.settings.is_helpers_file(report.path):
+        return  # the helpers' home defines them
+    for binding in facts.helper_bindings:
+        node = binding.node
+        kind = _KINDS.get(binding.kind, f"an import from {_module(node)}")
+        if isinstance(node, (ast.ImportFrom, ast.Import)):
+            alias = next(a for a in node.names if (a.asname or a.name) == binding.name)
+            node = alias if hasattr(alias, "lineno") else node
+        start, end = report.span(node)
+        if binding.kind in ("function", "class"):  # the header line, not the body
+            end = start + len(report.source.text[start:end].split("\n", 1)[0])
+        message = RULE.message.format(
+            name=binding.name, kind=kind, module=report.settings.helpers_module
+        )
+        report.add("KVI005", (start, end), message)
+
+
+def _module(node: ast.AST) -> str:
+    if isinstance(node, ast.ImportFrom):
+        return "." * node.level + (node.module or "")
+    return "an import"
