@@ -302,6 +302,14 @@ class _Walker:
                 match.contiguous and _balanced(src.text[shown[0] : shown[1]])
             )
             edit_span = shown if splice else owner_span
+            if splice and not match.whole:
+                # `cap - (a + b)`: the call takes the group's parentheses' place.
+                grouped = src.widen_to_parens(shown, owner_span)
+                if match.owner.terms[match.terms[0]].negative and grouped == shown:
+                    # `cap - a - b`: the span reads `a - b`, so rebuild the sum.
+                    splice, edit_span = False, owner_span
+                else:
+                    edit_span = grouped
         else:
             shown = edit_span = owner_span
             splice = True

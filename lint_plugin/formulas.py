@@ -86,15 +86,20 @@ def find_formula_matches(expr: Expr) -> Iterator[FormulaMatch]:
 
 def match_used_len(expr: Sum) -> FormulaMatch | None:
     """``seq_lens_sum * topk + bs * num_steps`` as two terms of ``expr``."""
-    anchor = steps = None
-    for index, term in enumerate(expr.terms):
-        if term.negative or not isinstance(term.expr, Product):
-            continue
-        if anchor is None and _is_prefix_term(term.expr):
-            anchor = index
-        elif steps is None and _split_steps_term(term.expr) is not None:
-            steps = index
-    if anchor is None or steps is None:
+    # The two terms share a sign: `cap - (seq_lens_sum * topk + bs * num_steps)`
+    # (a capacity check's natural spelling) subtracts the whole formula.
+    for negative in (False, True):
+        anchor = steps = None
+        for index, term in enumerate(expr.terms):
+            if term.negative != negative or not isinstance(term.expr, Product):
+                continue
+            if anchor is None and _is_prefix_term(term.expr):
+                anchor = index
+            elif steps is None and _split_steps_term(term.expr) is not None:
+                steps = index
+        if anchor is not None and steps is not None:
+            break
+    else:
         return None
     sls, topk = _prefix_roles(expr.terms[anchor].expr)
     bs, num_steps = _split_steps_term(expr.terms[steps].expr)
@@ -198,6 +203,8 @@ def render_replacement(
         text = call if index == first else term_text_of(index)
         if parts:
             parts.append("-" if term.negative else "+")
+        elif term.negative:
+            text = f"-{text}"  # a leading subtracted term keeps its sign
         parts.append(text)
     return " ".join(parts)
 

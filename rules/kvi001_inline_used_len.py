@@ -77,5 +77,14 @@ Arguments keep their source text; other terms of a longer sum are kept.
             "n = seq_lens_sum * topk + bs * self.speculative_num_steps + 1\n",
             "n = draft_kv_indices_used_len(seq_lens_sum, topk, bs, self.speculative_num_steps) + 1\n",
         ),
+        # Subtracted whole, as a capacity check spells it, grouped or not.
+        Example(
+            "room = buf.shape[1] - (seq_lens_sum * topk + bs * num_steps)\n",
+            "room = buf.shape[1] - draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)\n",
+        ),
+        Example(
+            "room = buf.shape[1] - seq_lens_sum * topk - bs * num_steps\n",
+            "room = buf.shape[1] - draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)\n",
+        ),
     ),
 )

@@ -58,6 +58,19 @@ No fix: which argument is wrong is for a person to decide.
         Example(
             "n = spec_utils.draft_kv_indices_used_len(topk=seq_lens_sum, seq_lens_sum=k, bs=1, num_steps=1)\n"
         ),
+        # A swapped pair is one finding naming both arguments.
+        Example("n = draft_kv_indices_used_len(self.topk, seq_lens_sum, bs, n)\n"),
+        Example(
+            "n = draft_kv_indices_used_len(\n"
+            "    seq_lens_sum=bs, topk=self.topk, bs=forward_batch.seq_lens_sum, num_steps=1\n"
+            ")\n"
+        ),
+        # A local is read by the value it holds.
+        Example(
+            "def f(self, seq_lens_sum, bs):\n"
+            "    k = self.topk\n"
+            "    return draft_kv_indices_used_len(seq_lens_sum, bs, k, 1)\n"
+        ),
     ),
 )
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from corpus import CorpusUnavailable, attention_dir
+from corpus import CorpusUnavailable, attention_dir, tree
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,3 +33,18 @@ def old_attention():
 def new_attention():
     """sglang 0.5.13's attention folder (the hand refactor)."""
     return _corpus("0.5.13")
+
+
+def _whole(version: str):
+    try:
+        return tree(version, whole=True) / "sglang"
+    except CorpusUnavailable as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"sglang {version} unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def latest_package():
+    """sglang 0.5.23's whole package (the refactored backends, later)."""
+    return _whole("0.5.23")

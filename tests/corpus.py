@@ -25,8 +25,13 @@ WHEELS = {
         "sglang-0.5.13-cp311-cp311-manylinux_2_34_x86_64.whl",
         "9d26266ab7e99165098f9e173f4a5a0ef6a0b64a6f30ef0b5ee859eead37e75a",
     ),
+    # The newest release checked: the refactored backends, a year of changes later.
+    "0.5.23": (
+        "sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl",
+        "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
+    ),
 }
-OLD, NEW = "0.5.12.post1", "0.5.13"
+OLD, NEW, LATEST = "0.5.12.post1", "0.5.13", "0.5.23"
 BACKENDS = (
     "flashinfer_backend.py",
     "flashinfer_mla_backend.py",

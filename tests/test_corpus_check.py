@@ -93,7 +93,7 @@ def test_flake8_reports_what_check_reports(
     assert len(expected) == (12 if version == "old" else 0)
 
 
-@pytest.fixture(scope="module", params=["0.5.12.post1", "0.5.13"])
+@pytest.fixture(scope="module", params=["0.5.12.post1", "0.5.13", "0.5.23"])
 def whole_package(request, old_attention, new_attention) -> Path:
     from corpus import tree
 
@@ -122,3 +122,23 @@ def test_shortcuts_never_cost_a_finding(whole_package: Path) -> None:
         assert sorted(map(key, fast)) == sorted(map(key, slow)), path
         checked += 1
     assert checked > 1500
+
+
+def test_refactored_whole_packages_have_no_finding(
+    new_attention: Path, latest_package: Path
+) -> None:
+    """Every file of 0.5.13 and 0.5.23: the gate stays quiet on the refactor, on
+    every other multi-step backend, and on draft classes keeping no topk."""
+    from corpus import tree
+
+    for package in (tree("0.5.13", whole=True) / "sglang", latest_package):
+        found = findings_in(package)
+        assert found == set(), sorted(found)[:5]
+
+
+def test_old_whole_package_has_only_the_twelve_sites(old_attention: Path) -> None:
+    from corpus import tree
+
+    package = tree("0.5.12.post1", whole=True) / "sglang"
+    found = {(Path(p).name, row, code) for p, row, code in findings_in(package)}
+    assert found == EXPECTED_OLD

@@ -121,6 +121,14 @@ def snippet(body: str) -> str:
         pytest.param(
             "n = seq_lens_sum + bs * (i + 1)\n", [], id="near-miss-no-topk-in-prefix"
         ),
+        pytest.param(
+            "n = seq_lens_sum * self.topk - bs * (i + 1)\n",
+            [],
+            id="near-miss-mixed-signs",
+        ),
+        pytest.param(
+            "n = -(seq_lens_sum * self.topk + bs * (i + 1))\n", ["KVI001"], id="negated"
+        ),
     ],
 )
 def test_variants(body: str, expected: list[str]) -> None:

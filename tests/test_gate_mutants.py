@@ -1,0 +1,114 @@
+"""KVI003 as a gate: every sized buffer of the refactored backends (0.5.13 and
+0.5.23), regressed in every plausible style, is exactly one KVI003; sized variants
+in other spellings are none. The mutants are generated from the downloaded wheels
+(see ``mutants.py``); the counts per style are printed with ``-s``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from corpus import BACKENDS
+from mutants import REGRESSIONS, SIZED, all_mutants, mutate, sites
+
+from lint_plugin.findings import SYNTAX_ERROR_CODE
+from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.scan import check_source
+
+
+@pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])
+def refactored(request, new_attention: Path, latest_package: Path) -> dict[str, str]:
+    folder = (
+        new_attention
+        if request.param == "0.5.13"
+        else latest_package / "srt/layers/attention"
+    )
+    return {name: (folder / name).read_text() for name in BACKENDS}
+
+
+def _codes(text: str, name: str) -> list[str]:
+    codes = [f.code for f in check_source(text.encode(), name)]
+    assert SYNTAX_ERROR_CODE not in codes, "a mutant must be valid Python"
+    return codes
+
+
+def test_each_backend_has_two_sized_buffers(refactored: dict[str, str]) -> None:
+    for name, text in refactored.items():
+        assert len(sites(text)) == 2, name
+        assert _codes(text, name) == []
+
+
+def test_every_regression_is_one_kvi003(refactored: dict[str, str]) -> None:
+    caught: Counter[str] = Counter()
+    for name, text in refactored.items():
+        for index, style, mutant in all_mutants(text, REGRESSIONS):
+            codes = _codes(mutant, name)
+            assert codes.count("KVI003") == 1, (name, index, style, codes)
+            caught[style] += 1
+    print("\nregressions caught per style:", dict(sorted(caught.items())))
+    assert set(caught) == set(REGRESSIONS)
+    assert all(count == 8 for count in caught.values())
+
+
+def test_no_sized_variant_is_kvi003(refactored: dict[str, str]) -> None:
+    quiet: Counter[str] = Counter()
+    for name, text in refactored.items():
+        for index, style, mutant in all_mutants(text, SIZED):
+            codes = _codes(mutant, name)
+            assert "KVI003" not in codes, (name, index, style, codes)
+            quiet[style] += 1
+    print("\nsized variants left alone per style:", dict(sorted(quiet.items())))
+    assert all(count == 8 for count in quiet.values())
+
+
+def test_unsafe_fix_of_a_local_width_regression_is_upstream_again(
+    refactored: dict[str, str],
+) -> None:
+    """``w = max_bs * self.max_context_len`` is sized where it is made: the
+    rewritten file is byte for byte the refactored release again."""
+    for name, text in refactored.items():
+        for site in sites(text):
+            mutant = mutate(text, site, REGRESSIONS["local"])
+            assert mutant != text
+            fixed = rewrite_text(mutant, name, Options(unsafe_fixes=True))
+            assert [f.code for f in fixed.applied] == ["KVI003"]
+            assert fixed.text == text, (name, site.width_rows)
+
+
+@pytest.mark.parametrize(
+    "style",
+    ["annotated-local", "int-wrapper", "chain-of-locals", "self-attribute", "inline"],
+)
+def test_unsafe_fix_sizes_every_fixable_style(
+    refactored: dict[str, str], style: str
+) -> None:
+    name, text = "triton_backend.py", refactored["triton_backend.py"]
+    for site in sites(text):
+        mutant = mutate(text, site, REGRESSIONS[style])
+        fixed = rewrite_text(mutant, name, Options(unsafe_fixes=True))
+        assert [f.code for f in fixed.applied] == ["KVI003"]
+        assert "KVI003" not in _codes(fixed.text, name)
+        assert "draft_kv_indices_buffer_width(" in fixed.text.replace(
+            mutant, ""
+        ) or fixed.text.count("self.topk") > mutant.count("self.topk")
+
+
+def test_fast_path_equals_a_full_walk_on_mutants(refactored: dict[str, str]) -> None:
+    """check's regions and row pruning never cost a finding on a regression."""
+    import ast
+
+    from lint_plugin.analysis import analyze
+    from lint_plugin.source import Source
+
+    compared = 0
+    for name, text in refactored.items():
+        site = sites(text)[compared % 2]
+        for style in REGRESSIONS.values():
+            mutant = mutate(text, site, style)
+            fast = check_source(mutant.encode(), name)
+            slow = analyze(ast.parse(mutant), Source(mutant), name, rows=None)
+            key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
+            assert sorted(map(key, fast)) == sorted(map(key, slow)), (name, style)
+            compared += 1
+    print(f"\nfast path equals a full walk on {compared} mutants")
