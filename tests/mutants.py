@@ -11,6 +11,7 @@ variants keep it in another spelling (``check`` must stay quiet about KVI003).
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ def sites(text: str) -> list[Site]:
         body = getattr(node, "body", None)
         if not isinstance(body, list):
             continue
-        for stmt, following in zip(body, body[1:], strict=False):
+        for stmt, following in itertools.pairwise(body):
             if not (
                 isinstance(stmt, ast.Assign)
                 and isinstance(stmt.value, ast.Call)
@@ -170,7 +171,7 @@ SIZED: dict[str, Style] = {
     "topk-first": lambda s: (_w(s, f"self.topk * {s.count} * {CTX}"), s.alloc),
     "topk-last": lambda s: (_w(s, f"{CTX} * {s.count} * self.topk"), s.alloc),
     "topk-alias": lambda s: (
-        f"k = self.topk\n" + _w(s, f"({s.count} * k) * {CTX}"),
+        "k = self.topk\n" + _w(s, f"({s.count} * k) * {CTX}"),
         s.alloc,
     ),
     "topk-later": lambda s: (
