@@ -16,6 +16,7 @@ from lint_plugin.files import read_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.selection import Selection
+from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 
 
 @dataclass
@@ -40,13 +41,15 @@ class CheckResult:
         return sorted(found, key=lambda f: f.sort_key)
 
 
-def check_bytes(data: bytes, path: str, selection: Selection) -> list[Finding]:
+def check_bytes(
+    data: bytes, path: str, selection: Selection, settings: Settings = DEFAULT_SETTINGS
+) -> list[Finding]:
     """Reportable findings in one file's bytes; raises ``scan.SourceError``."""
     # Looked up on the module at call time: the engine is imported only when a file
     # is actually checked, and tests can substitute ``scan.check_source``.
     from lint_plugin import scan
 
-    findings = scan.check_source(data, path)
+    findings = scan.check_source(data, path, settings)
     if not findings:
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
@@ -62,17 +65,19 @@ def check_bytes(data: bytes, path: str, selection: Selection) -> list[Finding]:
 PARALLEL_MIN_FILES = 256
 
 
-def check_files(paths: Sequence[str], selection: Selection) -> CheckResult:
+def check_files(
+    paths: Sequence[str], selection: Selection, settings: Settings = DEFAULT_SETTINGS
+) -> CheckResult:
     workers = _workers(len(paths))
     if workers < 2:
-        return _check_serially(paths, selection)
+        return _check_serially(paths, selection, settings)
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
-    children = [_fork_checker(chunk, selection) for chunk in chunks[1:]]
-    parts = [_check_serially(chunks[0], selection)]
+    children = [_fork_checker(chunk, selection, settings) for chunk in chunks[1:]]
+    parts = [_check_serially(chunks[0], selection, settings)]
     for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
-        parts.append(_collect(pid, pipe, chunk, selection))
+        parts.append(_collect(pid, pipe, chunk, selection, settings))
     result = CheckResult()
     for part in parts:
         result.reports += part.reports
@@ -85,7 +90,9 @@ def check_files(paths: Sequence[str], selection: Selection) -> CheckResult:
     return result
 
 
-def _fork_checker(chunk: list[str], selection: Selection) -> tuple[int, int]:
+def _fork_checker(
+    chunk: list[str], selection: Selection, settings: Settings
+) -> tuple[int, int]:
     import os
     import pickle
 
@@ -95,7 +102,7 @@ def _fork_checker(chunk: list[str], selection: Selection) -> tuple[int, int]:
         status = 1
         try:
             os.close(read_end)
-            data = pickle.dumps(_check_serially(chunk, selection))
+            data = pickle.dumps(_check_serially(chunk, selection, settings))
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(data)
             status = 0
@@ -105,7 +112,7 @@ def _fork_checker(chunk: list[str], selection: Selection) -> tuple[int, int]:
     return pid, read_end
 
 
-def _collect(pid: int, pipe: int, chunk: list[str], selection: Selection):
+def _collect(pid: int, pipe: int, chunk: list[str], selection, settings):
     import os
     import pickle
 
@@ -113,7 +120,7 @@ def _collect(pid: int, pipe: int, chunk: list[str], selection: Selection):
         data = stream.read()
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
-        return _check_serially(chunk, selection)  # the child failed: do it here
+        return _check_serially(chunk, selection, settings)  # the child failed
     return pickle.loads(data)
 
 
@@ -127,7 +134,9 @@ def _workers(files: int) -> int:
     return max(1, min(cpus, files // (PARALLEL_MIN_FILES // 2)))
 
 
-def _check_serially(paths: Sequence[str], selection: Selection) -> CheckResult:
+def _check_serially(
+    paths: Sequence[str], selection: Selection, settings: Settings = DEFAULT_SETTINGS
+) -> CheckResult:
     from lint_plugin.scan import SourceError
 
     result = CheckResult()
@@ -137,7 +146,7 @@ def _check_serially(paths: Sequence[str], selection: Selection) -> CheckResult:
             result.errors.append(data)
             continue
         try:
-            findings = check_bytes(data, path, selection)
+            findings = check_bytes(data, path, selection, settings)
         except SourceError as error:
             result.errors.append(FileError(path, str(error)))
             continue

@@ -68,6 +68,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or folders (default: .)"
     )
+    parser.add_argument(
+        "--helpers-module",
+        metavar="MODULE",
+        help="the only module the helpers are trusted from, and fix imports them "
+        "from (default: sglang.srt.speculative.spec_utils; lint_plugin.runtime is "
+        "always trusted too); config key helpers-module",
+    )
     group = parser.add_argument_group("rule selection (codes or prefixes: KVI, KVI00)")
     for flag, help_text in (
         ("--select", "only these codes (replaces the configured select)"),
@@ -245,7 +252,7 @@ def run_check(args: argparse.Namespace) -> int:
     plan = load_plan(args)
     if not plan.files and not plan.errors:
         _warning("No Python files found under the given path(s)")
-    result = check_files(plan.files, plan.selection)
+    result = check_files(plan.files, plan.selection, _settings(args, plan))
     errors = plan.errors + result.errors
     _print_file_errors(errors)
     _print_file_errors(result.crashes)
@@ -276,6 +283,21 @@ def run_check(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return 0
     return 1 if findings or errors else 0
+
+
+def _settings(args: argparse.Namespace, plan: Plan):
+    """The engine settings: the command line beats the configuration."""
+    from lint_plugin.settings import Settings
+
+    defaults = Settings()
+    return Settings(
+        helpers_module=args.helpers_module
+        or plan.config.helpers_module
+        or defaults.helpers_module,
+        guard_module=getattr(args, "guard_module", None)
+        or plan.config.guard_module
+        or defaults.guard_module,
+    )
 
 
 # --- rule -------------------------------------------------------------------------
@@ -336,19 +358,13 @@ def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also apply fixes that change allocations (KVI003)",
     )
-    parser.add_argument(
-        "--helpers-module",
-        metavar="MODULE",
-        help="where the helpers are imported from "
-        "(default: sglang.srt.speculative.spec_utils; lint_plugin.runtime works too)",
-    )
     parser.set_defaults(handler=run_fix_command)
 
 
 def run_fix_command(args: argparse.Namespace) -> int:
     # Imported here: libcst is the codemod's business, never check's.
     from lint_plugin.fix import run_fix
-    from lint_plugin.rewrite import DEFAULT_HELPERS_MODULE, Options
+    from lint_plugin.rewrite import Options
 
     plan = load_plan(args)
     for error in plan.errors:
@@ -356,7 +372,7 @@ def run_fix_command(args: argparse.Namespace) -> int:
     selection = plan.selection
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
-        helpers_module=args.helpers_module or DEFAULT_HELPERS_MODULE,
+        helpers_module=_settings(args, plan).helpers_module,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
     status = run_fix(plan.files, options, diff=args.diff, check=args.check)

@@ -40,6 +40,9 @@ _TABLE_HEADER = re.compile(
 )
 
 _LIST_KEYS = ("select", "ignore", "extend-select", "include", "exclude")
+# Where the helpers (and KVI006's guard) are trusted from.
+_MODULE_KEYS = ("helpers-module", "guard-module")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 class ConfigError(Exception):
@@ -60,6 +63,8 @@ class Config:
     exclude: tuple[str, ...] = ()
     force_exclude: bool = False
     output_format: str | None = None
+    helpers_module: str | None = None
+    guard_module: str | None = None
 
 
 def has_table(data: bytes) -> bool:
@@ -111,7 +116,13 @@ def parse_table(table: object, path: str) -> Config:
     """Validate the table's keys and types; the error names the file and the key."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
-    known = (*_LIST_KEYS, "per-file-ignores", "force-exclude", "output-format")
+    known = (
+        *_LIST_KEYS,
+        "per-file-ignores",
+        "force-exclude",
+        "output-format",
+        *_MODULE_KEYS,
+    )
     unknown = sorted(set(table) - set(known))
     if unknown:
         raise ConfigError(
@@ -144,6 +155,18 @@ def parse_table(table: object, path: str) -> Config:
             f"{', '.join(OUTPUT_FORMATS)}, got {output_format!r}"
         )
 
+    modules = {}
+    for key in _MODULE_KEYS:
+        value = table.get(key)
+        if value is not None and not (
+            isinstance(value, str) and _DOTTED.fullmatch(value)
+        ):
+            raise ConfigError(
+                f"{path}: [tool.{TABLE}] {key} must be a dotted module name, "
+                f"got {value!r}"
+            )
+        modules[key] = value
+
     return Config(
         path=path,
         root=os.path.dirname(os.path.abspath(path)),
@@ -155,6 +178,8 @@ def parse_table(table: object, path: str) -> Config:
         exclude=lists.get("exclude", ()),
         force_exclude=force_exclude,
         output_format=output_format,
+        helpers_module=modules["helpers-module"],
+        guard_module=modules["guard-module"],
     )
 
 

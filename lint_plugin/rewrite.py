@@ -17,8 +17,7 @@ from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
-
-DEFAULT_HELPERS_MODULE = "sglang.srt.speculative.spec_utils"
+from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
 
 
 class RewriteRefused(Exception):
@@ -50,7 +49,8 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
     Raises SyntaxError when the file does not parse and RewriteRefused when a
     safe rewrite is not provably equal to the original.
     """
-    findings = check_source(text.encode(), path)
+    settings = Settings(helpers_module=options.helpers_module)
+    findings = check_source(text.encode(), path, settings)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         raise SyntaxError(f"{errors[0].row}:{errors[0].column}: {errors[0].message}")
@@ -67,7 +67,8 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
                         f"{finding.row}:{finding.column}: {finding.code} rewrite "
                         f"refused, not equal to the original: {reason}"
                     )
-    edits = [edit for finding in applied for edit in finding.fix.edits]
+    # Two allocations sharing one width local share its fix: apply that edit once.
+    edits = list(dict.fromkeys(e for finding in applied for e in finding.fix.edits))
     edited, rows = apply_edits_with_rows(text, edits)
     helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
     new_text = _add_imports(edited, helpers, options.helpers_module)

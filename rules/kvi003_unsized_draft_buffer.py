@@ -77,12 +77,30 @@ RULE = Rule(
     fix_safety="unsafe",
     doc="""
 ## What it does
-In a multi-step draft attention backend (a class named like
-`...MultiStepDraftBackend`), finds a torch allocation (`torch.empty`, `zeros`,
-`ones`, `full`, `empty_strided`, `Tensor.new_*`) of a `kv_indices` buffer shaped
-`(num_steps, WIDTH)` whose WIDTH neither comes from
-`draft_kv_indices_buffer_width(...)` (directly or through a local name) nor
-multiplies by a topk factor.
+In a multi-step draft attention backend, finds a torch allocation of a per-step
+`kv_indices` buffer whose row width has no topk factor and does not come from
+`draft_kv_indices_buffer_width(...)` (with a topk as its `topk` argument).
+
+A draft backend is known by what it does: the class keeps a topk (`self.topk`)
+and either keeps a draft step count (`self.speculative_num_steps`), launches the
+draft index kernel (`generate_draft_decode_kv_indices[...]`) or is named like
+`...MultiStepDraftBackend`. A class keeping no topk writes one branch per request,
+so its `max_bs * max_context_len` row is right, and it is never a finding.
+
+The width is judged by its value, not its spelling. Locals (also annotated and
+chained), `self.` attributes assigned in the class, shapes held in a variable and
+no-op wrappers (`int(...)`) are followed to where the value is made; every
+allocator is read (`torch.empty/zeros/ones/full/empty_strided`,
+`Tensor.new_empty/new_zeros/new_ones/new_full`, shapes as a tuple, a list,
+`size=` or varargs), and `(steps, WIDTH)`, flat `(steps * WIDTH,)` and
+`(steps, count, max_context_len)` buffers mean the same. The step count may be any
+alias of it. A width is context-sized when a `max_context_len` appears in it;
+a padded or bounded width (`helper(...) + 64`, `max(a, b)`) is sized when every
+context-sized part is. Buffers assigned to another per-step name (`kv_indptr`,
+masks) are not kv_indices rows.
+
+Not followed: values passed in as parameters, module-level constants, and
+attributes assigned in another class (a base class); such a width is not judged.
 
 ## Why is this bad?
 The index kernel writes `topk` branches for every sequence, so a row must hold
@@ -114,12 +132,15 @@ self.cuda_graph_kv_indices = torch.zeros(
 ```
 
 ## Fix safety
-Unsafe, applied only with `--unsafe-fixes`: it changes the allocation. For
+Unsafe, applied only with `--unsafe-fixes`: it changes the allocation. The width
+is sized where it is made (a local's assignment, not the allocation), so a
+regression of the refactored backends becomes their text again. For
 `max_bs * max_context_len` the row grows by the topk factor (the bug fix); for a
 token count such as `max_num_tokens`, which already counts branches, the rewrite
 takes the function's sequence count (`max_bs`) instead, as upstream did, which
 keeps the size only while `max_num_tokens == max_bs * topk`. No fix is offered when
-the class has no visible topk or the function no sequence count.
+the width is not `count * max_context_len` where it is made (a flat or 3-D
+buffer, a helper given a non-topk) or the function has no sequence count.
 """,
     valid=(
         Example(_TEMPLATE.format(width="max_bs * self.topk * self.max_context_len")),

@@ -83,7 +83,7 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
 
     from lint_plugin import scan
 
-    def explode_on_b(data: bytes, path: str):
+    def explode_on_b(data: bytes, path: str, settings=None):
         if path.endswith("b.py"):
             raise RuntimeError("boom")
         return fake_check_source(data, path)
@@ -627,3 +627,27 @@ def test_this_repository_checks_clean_with_its_own_config(run, monkeypatch):
     monkeypatch.chdir(root)
     result = run("check")
     assert (result.status, result.out, result.err) == (0, "All checks passed!\n", "")
+
+
+def test_helpers_module_from_configuration_and_command_line(
+    tmp_path, monkeypatch, run
+) -> None:
+    """The real engine: an import from the configured helpers module is trusted,
+    the same import under the default setting is KVI005; the flag beats the table."""
+    (tmp_path / "backend.py").write_text(
+        "from mypkg.sizes import draft_kv_indices_buffer_width\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert run("check", "backend.py").codes == ["KVI005"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.draft-kv-lint]\nhelpers-module = "mypkg.sizes"\n'
+    )
+    assert run("check", "backend.py").status == 0
+    flagged = run("check", "--helpers-module", "other.mod", "backend.py")
+    assert flagged.codes == ["KVI005"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.draft-kv-lint]\nhelpers-module = "not a module"\n'
+    )
+    bad = run("check", "backend.py")
+    assert bad.status == 2
+    assert "helpers-module must be a dotted module name" in bad.err

@@ -70,3 +70,18 @@ def test_the_bundled_runtime_is_not_a_finding() -> None:
     path = Path(runtime.__file__)
     assert check_source(path.read_bytes(), str(path)) == []
     assert flake8(path) == []
+
+
+SHADOWING = "from mypkg.sizes import draft_kv_indices_buffer_width\n"
+
+
+def test_helpers_module_option_decides_which_import_is_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "backend.py"
+    path.write_text(SHADOWING)
+    assert [code for _, _, code in flake8(path)] == ["KVI005"]
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--kvi-helpers-module", "mypkg.sizes", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (0, "")
