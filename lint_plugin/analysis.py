@@ -20,6 +20,7 @@ from lint_plugin.allocations import (
 )
 from lint_plugin.arith import AST, Leaf, Sum, build
 from lint_plugin.facts import (
+    GUARD,
     KERNEL,
     Allocation,
     Binding,
@@ -41,7 +42,7 @@ from lint_plugin.formulas import (
     render_replacement,
 )
 from lint_plugin.roles import Role, role_of_name
-from lint_plugin.rules import DECISIONS, RULES
+from lint_plugin.rules import DECISIONS, OPT_IN, RULES
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.source import COMMENT, Source, one_line
 
@@ -102,8 +103,9 @@ def analyze(
     """
     walker = _Walker(source, path, rows, settings)
     walker.visit(tree, _Context(), False)
-    for decide in DECISIONS:
-        decide(walker.facts, walker)
+    for code, decide in DECISIONS:
+        if code not in OPT_IN or code in settings.opt_in:
+            decide(walker.facts, walker)
     return walker.findings
 
 
@@ -157,6 +159,8 @@ class _Walker:
             self._remember_unknown_targets(node, ctx)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self._remember_import(node)
+        elif isinstance(node, (ast.Assert, ast.If)) and ctx.function is not None:
+            ctx.function.guards.append(node)
         elif isinstance(node, ast.Call):
             self._remember_call(node, ctx)
         elif isinstance(node, ast.Attribute) and ctx.cls is not None:
@@ -269,7 +273,9 @@ class _Walker:
         function, cls = ctx.function, ctx.cls
         if function is None or cls is None:
             return
-        if is_allocation(call):
+        if AST.name(call.func) == GUARD:
+            function.guards.append(call)
+        elif is_allocation(call):
             target = self.targets.get(id(call))
             cls.allocations.append(Allocation(call, function, target))
         elif (

@@ -75,6 +75,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "from (default: sglang.srt.speculative.spec_utils; lint_plugin.runtime is "
         "always trusted too); config key helpers-module",
     )
+    parser.add_argument(
+        "--guard-module",
+        metavar="MODULE",
+        help="where KVI006's inserted assert_buffer_fits is imported from "
+        "(default: sglang.srt.layers.attention.utils); config key guard-module",
+    )
     group = parser.add_argument_group("rule selection (codes or prefixes: KVI, KVI00)")
     for flag, help_text in (
         ("--select", "only these codes (replaces the configured select)"),
@@ -287,10 +293,12 @@ def run_check(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace, plan: Plan):
     """The engine settings: the command line beats the configuration."""
+    from lint_plugin.rules import OPT_IN
     from lint_plugin.settings import Settings
 
     defaults = Settings()
     return Settings(
+        opt_in=OPT_IN & plan.selection.enabled,
         helpers_module=args.helpers_module
         or plan.config.helpers_module
         or defaults.helpers_module,
@@ -373,6 +381,8 @@ def run_fix_command(args: argparse.Namespace) -> int:
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=_settings(args, plan).helpers_module,
+        guard_module=_settings(args, plan).guard_module,
+        opt_in=_settings(args, plan).opt_in,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
     status = run_fix(plan.files, options, diff=args.diff, check=args.check)

@@ -22,6 +22,7 @@ from lint_plugin.allocations import is_draft_backend_class
 from lint_plugin.roles import Role, role_of_name
 
 KERNEL = "generate_draft_decode_kv_indices"
+GUARD = "assert_buffer_fits"
 
 Position = tuple[int, int]
 
@@ -73,6 +74,9 @@ class FunctionFacts:
     params: list[str] = field(default_factory=list)
     locals: Bindings = field(default_factory=Bindings)
     attrs: Bindings = field(default_factory=Bindings)  # self.<attr> in this function
+    # Statements and calls that may check a capacity: `assert ...`, `if ...:
+    # raise`, `assert_buffer_fits(...)` (KVI006 reads them).
+    guards: list[ast.AST] = field(default_factory=list)
 
 
 @dataclass(eq=False)

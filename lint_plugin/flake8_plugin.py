@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from lint_plugin import __version__
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
+from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
 from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.source import Source
@@ -25,6 +26,8 @@ class KviChecker:
 
     @classmethod
     def add_options(cls, manager) -> None:
+        # Opt-in rules stay off unless selected by their own code.
+        manager.extend_default_ignore(sorted(OPT_IN))
         # flake8 option names are global across plugins: ours carry --kvi-.
         manager.add_option(
             "--kvi-helpers-module",
@@ -36,7 +39,16 @@ class KviChecker:
 
     @classmethod
     def parse_options(cls, options) -> None:
-        cls.settings = Settings(helpers_module=options.kvi_helpers_module)
+        # As in `check`, an opt-in rule runs only when its own code is selected
+        # (`--select KVI` alone must not turn it on; flake8 would let it through).
+        chosen = {
+            code.strip().upper()
+            for option in (options.select, options.extend_select)
+            for code in (option or ())
+        }
+        cls.settings = Settings(
+            helpers_module=options.kvi_helpers_module, opt_in=OPT_IN & chosen
+        )
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
         self.tree = tree

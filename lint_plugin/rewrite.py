@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint_plugin.edits import apply_edits_with_rows, original_text
+from lint_plugin.facts import GUARD
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
-from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
+from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE, Settings
 
 
 class RewriteRefused(Exception):
@@ -28,6 +29,8 @@ class RewriteRefused(Exception):
 class Options:
     unsafe_fixes: bool = False
     helpers_module: str = DEFAULT_HELPERS_MODULE
+    guard_module: str = DEFAULT_GUARD_MODULE  # where KVI006's inserted guard is from
+    opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
     wrap: bool = True  # format rewritten statements to the line length
     # Selection (--select/--ignore); noqa directives are always honoured.
     selected: Callable[[Finding], bool] = lambda finding: True
@@ -49,7 +52,7 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
     Raises SyntaxError when the file does not parse and RewriteRefused when a
     safe rewrite is not provably equal to the original.
     """
-    settings = Settings(helpers_module=options.helpers_module)
+    settings = Settings(options.helpers_module, options.guard_module, options.opt_in)
     findings = check_source(text.encode(), path, settings)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
@@ -72,6 +75,8 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
     edited, rows = apply_edits_with_rows(text, edits)
     helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
     new_text = _add_imports(edited, helpers, options.helpers_module)
+    if any(_GUARD_CALL.search(edit.content) for edit in edits):
+        new_text = _add_imports(new_text, {GUARD}, options.guard_module)
     rows = _shift_for_import(edited, new_text, rows)
     if options.wrap:
         from lint_plugin.formatting import format_ranges
@@ -88,6 +93,7 @@ def _applicable(finding: Finding, options: Options) -> bool:
 
 
 _HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
+_GUARD_CALL = re.compile(rf"\b{GUARD}\(")
 
 
 def _shift_for_import(

@@ -40,6 +40,12 @@ class Layer:
     origin: str = "command line"  # named in error messages
 
 
+def opt_in_codes() -> frozenset[str]:
+    from lint_plugin.rules import OPT_IN
+
+    return OPT_IN
+
+
 def known_codes() -> tuple[str, ...]:
     # Imported here, not at module level: the rule catalogue is only needed once a
     # run actually resolves a selection.
@@ -58,9 +64,15 @@ def expand(
     """The codes a selector stands for; raises SelectorError when it matches none."""
     normalized = selector.strip().upper()
     codes = tuple(codes)
+    # Opt-in rules (ruff's preview rules) are chosen only by their exact code.
+    opt_in = opt_in_codes()
     if normalized == ALL:
-        return set(codes)
-    matched = {code for code in codes if code.startswith(normalized)}
+        return {code for code in codes if code not in opt_in}
+    matched = {
+        code
+        for code in codes
+        if code.startswith(normalized) and (code == normalized or code not in opt_in)
+    }
     # "E999"/"E9" are accepted (ruff users write them) but change nothing: syntax
     # errors are always reported.
     syntax_error = bool(normalized) and SYNTAX_ERROR_CODE.startswith(normalized)
@@ -77,7 +89,8 @@ def resolve(
 ) -> frozenset[str]:
     """The codes enabled after applying ``layers`` in order over the default (all)."""
     codes = tuple(codes) if codes is not None else known_codes()
-    enabled = set(codes)  # default: every KVI code, KVI003 included (it is the gate)
+    # Default: every KVI code, KVI003 included (it is the gate), but the opt-in ones.
+    enabled = set(codes) - opt_in_codes()
     for layer in layers:
         # Apply selectors from least to most specific so the most specific one has
         # the last word; at equal specificity the ignores come last and win.

@@ -15,6 +15,8 @@ RUNTIME_MODULE = "lint_plugin.runtime"
 class Settings:
     helpers_module: str = DEFAULT_HELPERS_MODULE
     guard_module: str = DEFAULT_GUARD_MODULE
+    # Opt-in rules to run (KVI006): the others are never computed.
+    opt_in: frozenset[str] = frozenset()
 
     @property
     def trusted_modules(self) -> tuple[str, ...]:

@@ -28,6 +28,8 @@ class Rule:
     doc: str  # markdown with ruff's headings
     valid: tuple[Example, ...] = field(default=())
     invalid: tuple[Example, ...] = field(default=())
+    # Like ruff's preview rules: off unless selected by its exact code.
+    opt_in: bool = False
 
     @property
     def url(self) -> str:
@@ -50,6 +52,7 @@ def _load() -> dict[str, Rule]:
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
+        kvi006_unguarded_launch,
     )
 
     return (
@@ -58,6 +61,7 @@ def _load() -> dict[str, Rule]:
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
+        kvi006_unguarded_launch,
     )
 
 
@@ -65,4 +69,5 @@ _MODULES = _load()
 RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
 # The rules that decide from the walk's facts (KVI001/KVI002 are matched during
 # the walk itself): each is ``decide(facts, reporter)``.
-DECISIONS = tuple(m.decide for m in _MODULES if hasattr(m, "decide"))
+OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
+DECISIONS = tuple((m.RULE.code, m.decide) for m in _MODULES if hasattr(m, "decide"))

@@ -651,3 +651,21 @@ def test_helpers_module_from_configuration_and_command_line(
     bad = run("check", "backend.py")
     assert bad.status == 2
     assert "helpers-module must be a dotted module name" in bad.err
+
+
+def test_opt_in_rule_runs_only_when_selected_by_its_code(
+    tmp_path, monkeypatch, run
+) -> None:
+    from lint_plugin.rules import RULES
+
+    (tmp_path / "backend.py").write_text(RULES["KVI006"].invalid[0].code)
+    monkeypatch.chdir(tmp_path)
+    assert run("check", "--no-config", "backend.py").status == 0
+    assert run("check", "--no-config", "--select", "KVI", "backend.py").status == 0
+    assert run("check", "--no-config", "--select", "ALL", "backend.py").status == 0
+    found = run("check", "--no-config", "--extend-select", "KVI006", "backend.py")
+    assert found.codes == ["KVI006"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.draft-kv-lint]\nextend-select = ["KVI006"]\n'
+    )
+    assert run("check", "backend.py").codes == ["KVI006"]

@@ -10,20 +10,23 @@ from libcst.codemod import CodemodTest
 
 from lint_plugin.codemod import DraftKvIndicesCommand
 from lint_plugin.rewrite import Options, rewrite_text
-from lint_plugin.rules import RULES
+from lint_plugin.rules import OPT_IN, RULES
 
 HELPERS = "helpers"  # a short module name keeps the added import on one line
+GUARDS = "guards"
 
 
 def rewrite(source: str, **options) -> str:
     options.setdefault("helpers_module", HELPERS)
+    options.setdefault("guard_module", GUARDS)
+    options.setdefault("opt_in", OPT_IN)
     return rewrite_text(source, "snippet.py", Options(**options)).text
 
 
 def without_helper_import(text: str) -> str:
     """The text as if the helpers were already imported (the formatter puts a
     blank line after an import it adds at the very top)."""
-    text = re.sub(rf"^from {HELPERS} import [^\n]*\n", "", text, flags=re.M)
+    text = re.sub(rf"^from ({HELPERS}|{GUARDS}) import [^\n]*\n", "", text, flags=re.M)
     return text.lstrip("\n")
 
 

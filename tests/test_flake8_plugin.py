@@ -85,3 +85,17 @@ def test_helpers_module_option_decides_which_import_is_trusted(tmp_path: Path) -
         capture_output=True, text=True,
     )  # fmt: skip
     assert (result.returncode, result.stdout) == (0, "")
+
+
+def test_opt_in_rule_needs_its_own_code_in_flake8_too(tmp_path: Path) -> None:
+    from lint_plugin.rules import RULES
+
+    path = tmp_path / "backend.py"
+    path.write_text(RULES["KVI006"].invalid[0].code)
+    assert flake8(path) == []  # --select KVI alone leaves KVI006 off
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--extend-select", "KVI006", "--format", "%(code)s", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.stdout.split() == ["KVI006"]

@@ -7,12 +7,16 @@ import textwrap
 
 import pytest
 
-from lint_plugin.rules import RULES
+from lint_plugin.rules import OPT_IN, RULES
 from lint_plugin.scan import check_source
+from lint_plugin.settings import Settings
+
+# Every rule runs here, the opt-in ones too: each example is its own rule's spec.
+EVERY_RULE = Settings(opt_in=OPT_IN)
 
 
 def codes(source: str) -> list[str]:
-    return [f.code for f in check_source(source.encode(), "snippet.py")]
+    return [f.code for f in check_source(source.encode(), "snippet.py", EVERY_RULE)]
 
 
 VALID = [

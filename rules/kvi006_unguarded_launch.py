@@ -1,0 +1,393 @@
+"""KVI006: a draft index-kernel launch with no capacity check before it."""
+
+from __future__ import annotations
+
+import ast
+
+from lint_plugin.arith import AST, Sum, build
+from lint_plugin.facts import (
+    GUARD,
+    KERNEL,
+    ClassFacts,
+    FunctionFacts,
+    Launch,
+    ModuleFacts,
+    expand,
+    position,
+)
+from lint_plugin.findings import Fix
+from lint_plugin.formulas import USED_LEN, match_used_len
+from lint_plugin.roles import Role, role_of_name
+from lint_plugin.rules import Example, Rule
+from lint_plugin.values import argument, role_of
+
+_BACKEND = """\
+import torch
+
+
+class FooMultiStepDraftBackend:
+    def __init__(self, topk, speculative_num_steps):
+        self.topk = topk
+        self.speculative_num_steps = speculative_num_steps
+
+    def common_template(self, forward_batch, kv_indices_buffer, call_fn):
+        num_seqs = forward_batch.batch_size
+        bs = self.topk * num_seqs
+        seq_lens_sum = forward_batch.seq_lens_sum
+
+{guard}        generate_draft_decode_kv_indices[
+            (self.speculative_num_steps, num_seqs, self.topk)
+        ](
+            forward_batch.req_pool_indices,
+            self.req_to_token,
+            forward_batch.seq_lens,
+            kv_indices_buffer,
+            self.kv_indptr,
+            forward_batch.positions,
+            self.pool_len,
+            kv_indices_buffer.shape[1],
+            self.kv_indptr.shape[1],
+            num_seqs,
+            self.speculative_num_steps,
+            bs,
+            self.page_size,
+        )
+"""
+
+_UPSTREAM_GUARD = """\
+        required_kv_indices_len = draft_kv_indices_used_len(
+            seq_lens_sum, self.topk, bs, self.speculative_num_steps
+        )
+        assert_buffer_fits(
+            required_kv_indices_len,
+            kv_indices_buffer.shape[1],
+            "EAGLE draft kv_indices row (size max_bs * topk * max_context_len)",
+            bs=bs,
+            seq_lens_sum=seq_lens_sum,
+        )
+
+"""
+
+RULE = Rule(
+    code="KVI006",
+    name="unguarded-draft-kv-indices-launch",
+    message=(
+        "{kernel} writes `{buffer}` with no capacity check before it in this "
+        "function: check draft_kv_indices_used_len(..., num_steps) against "
+        "`{buffer}.shape[1]` first{why}"
+    ),
+    fix_title="Insert upstream's `assert_buffer_fits(...)` guard before the launch",
+    fix_safety="unsafe",
+    opt_in=True,
+    doc="""
+## What it does
+In a multi-step draft backend, finds a launch of the draft index kernel
+(`generate_draft_decode_kv_indices[grid](...)`, called directly or through
+`self.`) whose `kv_indices` buffer is not checked for capacity earlier in the
+same function. A check is `assert_buffer_fits(used, buffer.shape[1], ...)`,
+`assert used <= buffer.shape[1]` or `if used > buffer.shape[1]: raise ...`, where
+`used` is the length used over all draft steps:
+`draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)` with the step
+count, or its inline formula (itself KVI001), directly or through a local. A check
+of another buffer, or of one step's length (`i + 1`), does not count.
+
+This rule is opt-in, like ruff's preview rules: it is not in the default
+selection (even `--select KVI` leaves it out); enable it with
+`--extend-select KVI006` or `extend-select = ["KVI006"]`. The default gate is
+about wrong sizes, which are always bugs; a missing run-time check is a
+convention upstream adopted in 0.5.13 for two of the four backends only, so
+turning it on is each project's choice.
+
+## Why is this bad?
+The kernel bounds its writes per row, not against the buffer: an undersized
+buffer is silent memory corruption of the neighbouring rows (upstream #27338,
+#27460). A host-side check right before the launch costs no device sync and turns
+the corruption into an error naming the sizes.
+
+## Example
+```python
+generate_draft_decode_kv_indices[(self.speculative_num_steps, num_seqs, self.topk)](
+    ..., kv_indices_buffer, ...
+)
+```
+
+## Use instead
+```python
+required_kv_indices_len = draft_kv_indices_used_len(
+    seq_lens_sum, self.topk, bs, self.speculative_num_steps
+)
+assert_buffer_fits(
+    required_kv_indices_len,
+    kv_indices_buffer.shape[1],
+    "EAGLE draft kv_indices row (size max_bs * topk * max_context_len)",
+    bs=bs,
+    seq_lens_sum=seq_lens_sum,
+)
+generate_draft_decode_kv_indices[...](..., kv_indices_buffer, ...)
+```
+
+## Fix safety
+Unsafe, applied only with `--unsafe-fixes`: it adds a run-time check that raises
+where the program used to run on (into corrupted memory). It inserts upstream's
+guard before the launch with the function's own names for the buffer,
+`seq_lens_sum`, `bs`, the class's topk and step count, and imports
+`assert_buffer_fits` from the guard module (`guard-module`, default
+`sglang.srt.layers.attention.utils`) and the helper from the helpers module. No fix
+is offered when one of those names is not bound before the launch; the message
+says which.
+""",
+    valid=(
+        Example(_BACKEND.format(guard=_UPSTREAM_GUARD)),
+        Example(
+            _BACKEND.format(
+                guard="        used = seq_lens_sum * self.topk + bs * self.speculative_num_steps\n"
+                "        assert used <= kv_indices_buffer.shape[1], used\n"
+            )
+        ),
+        Example(
+            _BACKEND.format(
+                guard="        if draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, self.speculative_num_steps) > kv_indices_buffer.shape[1]:\n"
+                "            raise RuntimeError('kv_indices too small')\n"
+            )
+        ),
+        # Not a draft backend: no topk kept.
+        Example(
+            _BACKEND.format(guard="")
+            .replace("self.topk = topk", "self.page_size = 1")
+            .replace("self.topk", "1")
+        ),
+    ),
+    invalid=(
+        Example(
+            _BACKEND.format(guard=""),
+            _BACKEND.format(guard=_UPSTREAM_GUARD),
+            unsafe=True,
+        ),
+        # A guard of one step's length, or of another buffer, does not count.
+        Example(
+            _BACKEND.format(
+                guard="        assert draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, 1) <= kv_indices_buffer.shape[1]\n"
+            )
+        ),
+        Example(
+            _BACKEND.format(
+                guard="        assert_buffer_fits(draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, self.speculative_num_steps), self.kv_indptr.shape[1], 'x')\n"
+            )
+        ),
+    ),
+)
+
+
+def decide(facts: ModuleFacts, report) -> None:
+    for cls in facts.classes:
+        if not cls.is_draft_backend:
+            continue
+        for launch in cls.launches:
+            buffer = _buffer(launch.call)
+            if buffer is None:
+                continue
+            at = position(launch.call)
+            if any(
+                position(guard) < at and _checks(guard, buffer, launch, facts)
+                for guard in launch.function.guards
+            ):
+                continue
+            fix, why = _fix(cls, launch, buffer, report)
+            message = RULE.message.format(
+                kernel=KERNEL,
+                buffer=report.source.segment(buffer),
+                why=f" (no fix: {why})" if why else "",
+            )
+            report.add("KVI006", report.span(launch.call.func), message, fix)
+
+
+def _buffer(call: ast.Call) -> ast.expr | None:
+    """The kernel's ``kv_indices`` argument (the fourth)."""
+    for keyword in call.keywords:
+        if keyword.arg == "kv_indices":
+            return keyword.value
+    if len(call.args) > 3 and not any(
+        isinstance(a, ast.Starred) for a in call.args[:4]
+    ):
+        return call.args[3]
+    return None
+
+
+def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, facts) -> bool:
+    """Does ``guard`` check the full used length against ``buffer``'s row?"""
+    pair = _compared(guard)
+    if pair is None:
+        return False
+    used, capacity = pair
+    return _is_row_of(capacity, buffer) and _is_full_used_len(used, launch, facts)
+
+
+def _compared(guard: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """``(used, capacity)`` of a guard, if it has the shape of one."""
+    if isinstance(guard, ast.Call):
+        used = guard.args[0] if guard.args else _keyword(guard, "used")
+        capacity = guard.args[1] if len(guard.args) > 1 else _keyword(guard, "capacity")
+        return None if used is None or capacity is None else (used, capacity)
+    if isinstance(guard, ast.Assert):
+        return _ordered(guard.test, fits=True)
+    if isinstance(guard, ast.If) and any(isinstance(s, ast.Raise) for s in guard.body):
+        return _ordered(guard.test, fits=False)
+    return None
+
+
+def _ordered(test: ast.expr, fits: bool) -> tuple[ast.expr, ast.expr] | None:
+    """``used <= capacity`` (``fits``) or ``used > capacity``, either way round."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    small, large = (ast.LtE, ast.Lt), (ast.GtE, ast.Gt)
+    if isinstance(op, small if fits else large):
+        return left, right
+    if isinstance(op, large if fits else small):
+        return right, left
+    return None
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is_row_of(capacity: ast.expr, buffer: ast.expr) -> bool:
+    """``buffer.shape[1]`` (or ``[-1]``, ``.size(1)``) of the same buffer."""
+    if isinstance(capacity, ast.Subscript):
+        shape, index = capacity.value, capacity.slice
+        if not (isinstance(shape, ast.Attribute) and shape.attr == "shape"):
+            return False
+        owner = shape.value
+    elif isinstance(capacity, ast.Call) and len(capacity.args) == 1:
+        func = capacity.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "size"):
+            return False
+        owner, index = func.value, capacity.args[0]
+    else:
+        return False
+    row = _integer(index)
+    return row in (1, -1) and ast.dump(owner) == ast.dump(buffer)
+
+
+def _integer(node: ast.expr) -> int | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _integer(node.operand)
+        return None if value is None else -value
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _is_full_used_len(used: ast.expr, launch: Launch, facts: ModuleFacts) -> bool:
+    value = expand(used, launch.function, position(launch.call))
+    if isinstance(value, ast.Call):
+        callee = AST.name(value.func)
+        if facts.helper_names.get(callee or "") != USED_LEN:
+            return False
+        steps = argument(value, USED_LEN, "num_steps")
+        return steps is not None and role_of(steps) is Role.NUM_STEPS
+    tree = build(value, AST)
+    if not isinstance(tree, Sum):
+        return False
+    match = match_used_len(tree)
+    if match is None or not match.whole:
+        return False
+    steps = match.args[3][0]
+    return getattr(steps, "role", None) is Role.NUM_STEPS
+
+
+# ---- the fix ---------------------------------------------------------------
+
+_REQUIRED = "required_kv_indices_len"
+_WHAT = "EAGLE draft kv_indices row (size max_bs * topk * max_context_len)"
+
+
+def _fix(cls: ClassFacts, launch: Launch, buffer, report) -> tuple[Fix | None, str]:
+    function = launch.function
+    at = position(launch.call)
+    seq_lens_sum = _bound_name(function, at, "seq_lens_sum", Role.SEQ_LENS_SUM)
+    bs = _bound_name(function, at, "bs", None)
+    steps = sorted(a for a in cls.attributes if role_of_name(a) is Role.NUM_STEPS)
+    missing = [
+        what
+        for what, value in (
+            ("`seq_lens_sum`", seq_lens_sum),
+            ("`bs`", bs),
+            ("a topk attribute", cls.topk_attr),
+            ("a step-count attribute", steps),
+        )
+        if not value
+    ]
+    if missing:
+        return None, f"no {' or '.join(missing)} in scope before the launch"
+    if _REQUIRED in function.locals:
+        return None, f"`{_REQUIRED}` is already a local here"
+    statement = _statement_of(function.node, launch.call)
+    if statement is None:
+        return None, "the launch is not a statement of its own"
+    indent = report.source.lines[statement.lineno - 1][: statement.col_offset]
+    step = (
+        "self.speculative_num_steps"
+        if "speculative_num_steps" in steps
+        else (f"self.{steps[0]}")
+    )
+    buffer_text = report.source.segment(buffer)
+    lines = [
+        f"{_REQUIRED} = {USED_LEN}(",
+        f"    {seq_lens_sum}, self.{cls.topk_attr}, {bs}, {step}",
+        ")",
+        f"{GUARD}(",
+        f"    {_REQUIRED},",
+        f"    {buffer_text}.shape[1],",
+        f'    "{_WHAT}",',
+        f"    bs={bs},",
+        f"    seq_lens_sum={seq_lens_sum},",
+        ")",
+        "",
+        "",
+    ]
+    content = "\n".join(indent + line if line else "" for line in lines) + indent
+    start = report.source.index(statement.lineno, statement.col_offset)
+    # Inserted where the launch statement starts: its own indentation stays.
+    content = content[len(indent) :]
+    edit = report.edit((start, start), content)
+    return Fix("unsafe", RULE.fix_title or "", (edit,)), ""
+
+
+def _bound_name(
+    function: FunctionFacts, at, preferred: str, role: Role | None
+) -> str | None:
+    """A name bound before ``at`` in ``function``: ``preferred`` or one of ``role``."""
+    candidates = [preferred]
+    scope: FunctionFacts | None = function
+    while scope is not None:
+        if role is not None:
+            candidates += [p for p in scope.params if role_of_name(p) is role]
+        scope = scope.parent
+    for name in candidates:
+        scope = function
+        while scope is not None:
+            if scope.locals.before(name, at) is not None or name in scope.params:
+                return name
+            scope = scope.parent
+    return None
+
+
+def _statement_of(function: ast.AST, call: ast.Call) -> ast.stmt | None:
+    """The innermost statement of ``function`` holding ``call``."""
+    found = None
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.stmt)
+            and node is not function
+            and (node.lineno, node.col_offset) <= (call.lineno, call.col_offset)
+            and (node.end_lineno, node.end_col_offset)
+            >= (call.end_lineno, call.end_col_offset)
+            and (
+                found is None
+                or (node.lineno, node.col_offset) >= (found.lineno, found.col_offset)
+            )
+        ):
+            found = node
+    return found

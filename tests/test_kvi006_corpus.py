@@ -1,0 +1,117 @@
+"""KVI006 on the real refactored backends: Triton's and Aiter's launches lack
+upstream's guard (0.5.13 and still 0.5.23); the unsafe fix inserts it in
+FlashInfer's shape, and SGLang's black and isort leave the result alone."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from corpus import BACKENDS
+
+from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.rules import OPT_IN
+from lint_plugin.scan import check_source
+from lint_plugin.selection import Layer, build_selection
+from lint_plugin.settings import Settings
+
+
+@pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])
+def refactored(request, new_attention: Path, latest_package: Path) -> Path:
+    if request.param == "0.5.13":
+        return new_attention
+    return latest_package / "srt/layers/attention"
+
+
+def _selected(extend: tuple[str, ...]):
+    selection = build_selection([Layer(extend_select=extend)])
+    return lambda finding: selection.is_reported(finding.code, finding.path)
+
+
+def _enclosing_function(text: str, row: int) -> str:
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.lineno <= row <= node.end_lineno:
+            return node.name
+    raise AssertionError(row)
+
+
+def test_opt_in_finds_exactly_the_two_unguarded_launches(refactored: Path) -> None:
+    found, default = [], []
+    with_kvi006 = _selected(("KVI006",))
+    without = _selected(())
+    for name in BACKENDS:
+        text = (refactored / name).read_text()
+        for finding in check_source(text.encode(), name, Settings(opt_in=OPT_IN)):
+            if with_kvi006(finding):
+                found.append(
+                    (name, finding.code, _enclosing_function(text, finding.row))
+                )
+            if without(finding):
+                default.append(finding)
+    assert sorted(found) == [
+        ("aiter_backend.py", "KVI006", "common_template"),
+        ("triton_backend.py", "KVI006", "common_template"),
+    ]
+    assert default == []
+
+
+def _guard_block(text: str) -> str:
+    match = re.search(
+        r"\n( +required_kv_indices_len = draft_kv_indices_used_len\(.*?\n +\)\n"
+        r" +assert_buffer_fits\(.*?\n +\)\n)",
+        text,
+        re.S,
+    )
+    assert match, "no guard"
+    return match.group(1)
+
+
+TOOLS = {
+    "black": [sys.executable, "-m", "black", "-q"],
+    "isort": [
+        sys.executable,
+        "-m",
+        "isort",
+        "-q",
+        "--profile",
+        "black",
+        "-p",
+        "sglang",
+    ],
+}
+
+
+def _formatted(tool: str, text: str, folder: Path) -> str:
+    path = folder / f"{tool}.py"
+    path.write_text(text)
+    subprocess.run([*TOOLS[tool], str(path)], capture_output=True, check=True)
+    return path.read_text()
+
+
+def test_unsafe_fix_inserts_flashinfers_guard(refactored: Path, tmp_path: Path) -> None:
+    options = Options(unsafe_fixes=True, opt_in=OPT_IN, selected=_selected(("KVI006",)))
+    upstream = _guard_block((refactored / "flashinfer_backend.py").read_text())
+    for name in ("triton_backend.py", "aiter_backend.py"):
+        text = (refactored / name).read_text()
+        fixed = rewrite_text(text, name, options)
+        assert [f.code for f in fixed.applied] == ["KVI006"]
+        assert _guard_block(fixed.text) == upstream
+        assert "import assert_buffer_fits" in fixed.text or (
+            "assert_buffer_fits," in fixed.text
+        )
+        assert rewrite_text(fixed.text, name, options).text == fixed.text
+        assert [f.code for f in check_source(fixed.text.encode(), name)] == [], (
+            "fixed file is clean"
+        )
+        # SGLang's black 24.10 and isort keep the guard and the imports as
+        # written (0.5.23's own files are not all black-clean: compare the change).
+        for tool in TOOLS:
+            before = _formatted(tool, text, tmp_path)
+            after = _formatted(tool, fixed.text, tmp_path)
+            if before == text:
+                assert after == fixed.text, tool
+            assert _guard_block(after) == upstream, tool
