@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,26 @@ from lint_plugin.source import COMMENT, Source, one_line
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
+# What holds statements below a statement (a handler's or a case's body).
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+# Rows of a possible draft backend whose expressions hold facts: allocations, the
+# kernel's launches, guards (roles and helpers are in the caller's rows already).
+_FACT_WORDS = re.compile(
+    r"\b(?:zeros|empty|ones|full|empty_strided|new_\w+)\s*\(|" + KERNEL + "|" + GUARD
+)
+_SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
+
+
+def _rows_of(pattern: re.Pattern[str], text: str, first_row: int) -> list[int]:
+    """Rows of ``text`` (which starts on ``first_row``) where ``pattern`` matches."""
+    rows: list[int] = []
+    last, row = 0, first_row
+    for match in pattern.finditer(text):
+        row += text.count("\n", last, match.start())
+        last = match.start()
+        if not rows or rows[-1] != row:
+            rows.append(row)
+    return rows
 
 
 def _balanced(text: str) -> bool:
@@ -82,9 +103,10 @@ class _Context:
     scope: _Scope | None = None
     function: FunctionFacts | None = None
     cls: ClassFacts | None = None
-    # Inside a class that may be a draft backend every statement is walked: a
-    # width's chain of locals names no role word on most of its rows.
-    whole: bool = False
+    # Inside a class that may be a draft backend every statement is looked at;
+    # these are its rows (sorted, the tree's numbering) whose expressions are
+    # walked too. None elsewhere.
+    whole: Sequence[int] | None = None
 
 
 def analyze(
@@ -137,10 +159,18 @@ class _Walker:
         if (
             isinstance(node, ast.stmt)
             and not isinstance(node, _SCOPES)
-            and not ctx.whole
             and not (ctx.scope and ctx.scope.aliases)
             and not self.mentions(node)
-        ):
+        ) and (ctx.whole is None or not _mentions(ctx.whole, node)):
+            if ctx.whole is not None:
+                # A class that may be a draft backend: a width's chain of
+                # locals names no role word on most rows, so every binding
+                # is recorded, but expressions are only walked where a row
+                # names a role, an allocator, the kernel or the guard.
+                self._remember_statement(node, ctx)
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, _BLOCKS):
+                        self.visit(child, ctx, False)
             return  # the common case: a statement that names nothing we match
         if isinstance(node, ast.ClassDef):
             ctx = self._enter_class(node, ctx)
@@ -153,7 +183,18 @@ class _Walker:
                 )
                 return
             ctx = self._enter_function(node, ctx)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        elif isinstance(node, ast.stmt):
+            self._remember_statement(node, ctx)
+        elif isinstance(node, ast.Call):
+            self._remember_call(node, ctx)
+        is_arith = AST.binop(node) is not None
+        if is_arith and not parent_arith:
+            self._check_arith(node, ctx)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, ctx, is_arith)
+
+    def _remember_statement(self, node: ast.stmt, ctx: _Context) -> None:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             self._remember_assignment(node, ctx)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
             self._remember_unknown_targets(node, ctx)
@@ -161,27 +202,17 @@ class _Walker:
             self._remember_import(node)
         elif isinstance(node, (ast.Assert, ast.If)) and ctx.function is not None:
             ctx.function.guards.append(node)
-        elif isinstance(node, ast.Call):
-            self._remember_call(node, ctx)
-        elif isinstance(node, ast.Attribute) and ctx.cls is not None:
-            attr = self_attribute(node)
-            if attr is not None:
-                ctx.cls.attributes.add(attr)
-        is_arith = AST.binop(node) is not None
-        if is_arith and not parent_arith:
-            self._check_arith(node, ctx)
-        for child in ast.iter_child_nodes(node):
-            self.visit(child, ctx, is_arith)
 
     def _enter_class(self, node: ast.ClassDef, ctx: _Context) -> _Context:
         if node.name in HELPER_SLOTS:
             self.facts.helper_bindings.append(HelperBinding(node.name, node, "class"))
         facts = ClassFacts(node)
         self.facts.classes.append(facts)
-        whole = is_draft_backend_class(node.name) or may_be_draft_backend(
-            self.source.segment(node)
-        )
-        return _Context(None, None, facts, whole)
+        text = self.source.segment(node)
+        if not (is_draft_backend_class(node.name) or may_be_draft_backend(text)):
+            return _Context(None, None, facts, None)
+        facts.attributes.update(_SELF_ATTRIBUTE.findall(text))
+        return _Context(None, None, facts, _rows_of(_FACT_WORDS, text, node.lineno))
 
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)
