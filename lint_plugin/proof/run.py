@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,9 @@ from .record import Record, Recorder, diff
 from .torch_proxy import RecordingTorch
 
 Source = str | Path
+# Makes the index kernel a run launches: the reference (default) or upstream's own
+# (``GuardedDraftKernel.factory(jit_kernel(...))``); both record the same Launch.
+KernelFactory = Callable[[Recorder], Any]
 GRAPH_ENTRIES = ("method", "common_template")
 
 
@@ -132,9 +135,7 @@ def default_grid(
     return grid
 
 
-def provided_names(
-    proxy: RecordingTorch, kernel: ReferenceDraftKernel
-) -> dict[str, Any]:
+def provided_names(proxy: RecordingTorch, kernel: Any) -> dict[str, Any]:
     """Module-level names of the backend files, as the harness provides them."""
     return {
         "torch": proxy,
@@ -182,6 +183,7 @@ def run(
     *,
     graph_entry: str = "method",
     extra_names: dict[str, Any] | None = None,
+    kernel: KernelFactory = ReferenceDraftKernel,
 ) -> Record:
     """Run one class (a file path, or source text) for ``params`` on ``device``.
 
@@ -196,7 +198,7 @@ def run(
     cls_source = extract_class(source, class_name)
     recorder = Recorder(label=f"{cls_source.name} {params.describe()}")
     proxy = RecordingTorch(device, recorder)
-    kernel = ReferenceDraftKernel(recorder)
+    kernel = kernel(recorder)
     cls = load_class(
         cls_source, {**provided_names(proxy, kernel), **(extra_names or {})}
     )
@@ -315,6 +317,7 @@ def compare(
     *,
     class_name: str | None = None,
     graph_entry: str = "method",
+    kernel: KernelFactory = ReferenceDraftKernel,
 ) -> CompareCounts:
     """Assert ``original`` and ``rewritten`` produce equal records on every case.
 
@@ -326,8 +329,9 @@ def compare(
         raise HarnessError(f"comparing {original_class} with {rewritten_class}")
     counts = CompareCounts()
     for params in grid:
-        before = run(original, class_name, params, device, graph_entry=graph_entry)
-        after = run(rewritten, class_name, params, device, graph_entry=graph_entry)
+        options = {"graph_entry": graph_entry, "kernel": kernel}
+        before = run(original, class_name, params, device, **options)
+        after = run(rewritten, class_name, params, device, **options)
         if before != after:
             raise AssertionError(
                 f"{original_class}: records differ for {params.describe()} on "
