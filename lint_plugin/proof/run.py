@@ -17,6 +17,7 @@ of parameters and asserts the records are equal.
 
 from __future__ import annotations
 
+import inspect
 import random
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -31,7 +32,7 @@ from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_
 from . import standins
 from .errors import HarnessError
 from .kernel import ReferenceDraftKernel
-from .loader import extract_class, load_class
+from .loader import ClassSource, extract_class, load_class
 from .record import Record, Recorder, diff
 from .torch_proxy import RecordingTorch
 
@@ -154,9 +155,40 @@ def provided_names(proxy: RecordingTorch, kernel: Any) -> dict[str, Any]:
         # triton_backend calls the module-level kernel; others use self.<kernel>.
         "generate_draft_decode_kv_indices": kernel,
         "assert_buffer_fits": standins.assert_buffer_fits,
+        # Before 0.5.3 common_template asserts isinstance(spec_info, EagleDraftInput).
+        "EagleDraftInput": standins.SpecInfo,
         # flashinfer_backend's module global, rebound via ``global`` in the class.
         "global_override_indptr_cpu": None,
     }
+
+
+def _attn_backend_count(source: ClassSource, steps: int) -> int:
+    """How many per-step backends ``__init__`` builds: ``range(steps - 1)`` since
+    0.5.3.post2, ``range(steps)`` before. Read from the loop that appends them."""
+    import ast
+
+    for node in ast.walk(source.module):
+        if not isinstance(node, ast.For):
+            continue
+        appends = any(
+            isinstance(sub, ast.Attribute)
+            and sub.attr == "append"
+            and ast.unparse(sub.value) == "self.attn_backends"
+            for sub in ast.walk(node)
+        )
+        it = node.iter
+        if not appends or not (
+            isinstance(it, ast.Call) and ast.unparse(it.func) == "range"
+        ):
+            continue
+        spelled = ast.unparse(it.args[0]) if len(it.args) == 1 else ""
+        if spelled == "self.speculative_num_steps":
+            return steps
+        if spelled == "self.speculative_num_steps - 1":
+            return steps - 1
+    raise HarnessError(
+        f"{source.name}: cannot tell how many attn_backends __init__ builds"
+    )
 
 
 def _pool(params: Params, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,7 +275,7 @@ def run(
         "generate_draft_decode_kv_indices": kernel,
         "attn_backends": [
             standins.AttnBackend(i, recorder, params.max_context_len, max_kv_splits=8)
-            for i in range(steps - 1)
+            for i in range(_attn_backend_count(cls_source, steps))
         ],
     }
     instance = cls.__new__(cls)
@@ -259,7 +291,12 @@ def run(
     instance.init_forward_metadata(fb)
 
     recorder.phase = "cuda_graph_state"
-    instance.init_cuda_graph_state(params.max_bs, params.max_num_tokens)
+    graph_state = instance.init_cuda_graph_state
+    # Before 0.4.8 it took max_bs alone (and sized by it).
+    if len(inspect.signature(graph_state).parameters) >= 2:
+        graph_state(params.max_bs, params.max_num_tokens)
+    else:
+        graph_state(params.max_bs)
 
     recorder.phase = "capture"
     fb.new_spec_info()
