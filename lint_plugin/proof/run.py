@@ -164,22 +164,27 @@ def provided_names(proxy: RecordingTorch, kernel: Any) -> dict[str, Any]:
 
 def _attn_backend_count(source: ClassSource, steps: int) -> int:
     """How many per-step backends ``__init__`` builds: ``range(steps - 1)`` since
-    0.5.3.post2, ``range(steps)`` before. Read from the loop that appends them."""
+    0.5.3.post2, ``range(steps)`` before. Read from the loop or the comprehension
+    that makes ``self.attn_backends``."""
     import ast
 
+    ranges = []
     for node in ast.walk(source.module):
-        if not isinstance(node, ast.For):
-            continue
-        appends = any(
+        if isinstance(node, ast.For) and any(
             isinstance(sub, ast.Attribute)
             and sub.attr == "append"
             and ast.unparse(sub.value) == "self.attn_backends"
             for sub in ast.walk(node)
-        )
-        it = node.iter
-        if not appends or not (
-            isinstance(it, ast.Call) and ast.unparse(it.func) == "range"
         ):
+            ranges.append(node.iter)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t) == "self.attn_backends" for t in targets) and (
+                isinstance(node.value, ast.ListComp)
+            ):
+                ranges.append(node.value.generators[0].iter)
+    for it in ranges:
+        if not (isinstance(it, ast.Call) and ast.unparse(it.func) == "range"):
             continue
         spelled = ast.unparse(it.args[0]) if len(it.args) == 1 else ""
         if spelled == "self.speculative_num_steps":
