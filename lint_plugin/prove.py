@@ -173,7 +173,11 @@ def run_prove(args: argparse.Namespace) -> int:
     from lint_plugin.proof import ReferenceDraftKernel, default_grid
     from lint_plugin.proof.errors import HarnessError
     from lint_plugin.proof.guarded_launch import GuardedDraftKernel
-    from lint_plugin.proof.triton_source import jit_kernel, kernel_from_text
+    from lint_plugin.proof.triton_source import (
+        interpreting,
+        jit_kernel,
+        kernel_from_text,
+    )
     from lint_plugin.proof.verdict import long_sequence_grid, prove_class, small_grid
 
     kernel_file = _find_kernel_file(args, [pair.after_path for pair in pairs])
@@ -187,7 +191,7 @@ def run_prove(args: argparse.Namespace) -> int:
             kernel = GuardedDraftKernel.factory(jit_kernel(source, device))
         except (OSError, HarnessError) as exc:
             return _fail(f"{kernel_file}: {exc}")
-        mode = "compiled" if cuda else "interpreted"
+        mode = "interpreted" if interpreting() else "compiled"
         kernel_label = f"upstream's kernel from {kernel_file} ({mode}, {device})"
     full = args.full or cuda
     grid = default_grid(seed=20260) + long_sequence_grid() if full else small_grid()

@@ -2,8 +2,8 @@
 
 The repository holds sglang 0.5.12.post1's FlashInfer backend and the speculative
 file with upstream's index kernel, committed, then rewritten by
-``fix --unsafe-fixes``: ``prove --base HEAD~0`` (the committed original against
-the working tree) must print the table and exit 0; a hand-corrupted argument in
+``fix --unsafe-fixes`` and committed again: ``prove --base HEAD~1`` must print
+the table and exit 0; a hand-corrupted argument in
 the rewrite must exit 1 naming the class and the first differing record.
 """
 
@@ -52,11 +52,12 @@ def repo(tmp_path, old_attention, monkeypatch):
     monkeypatch.chdir(root)
     assert main(["fix", "--unsafe-fixes", "--no-config", BACKEND]) in (0, 1)
     assert "draft_kv_indices_buffer_width(" in target.read_text()
+    _git(root, "commit", "-qam", "fix --unsafe-fixes")
     return root
 
 
 def test_prove_proves_the_unsafe_fix(repo, capsys):
-    status = main(["prove", "--base", "HEAD", BACKEND])
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
     out = capsys.readouterr().out
     print(out)
     assert status == 0, out
@@ -82,7 +83,7 @@ def test_prove_names_the_first_difference(repo, capsys):
     )
     assert corrupted != text
     target.write_text(corrupted)
-    status = main(["prove", "--base", "HEAD", BACKEND])
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
     out = capsys.readouterr().out
     print(out)
     assert status == 1, out
@@ -92,7 +93,6 @@ def test_prove_names_the_first_difference(repo, capsys):
 
 
 def test_prove_without_changes_says_so(repo, capsys):
-    _git(repo, "stash", "-q")
     assert main(["prove", "--base", "HEAD", BACKEND]) == 0
     assert "nothing to prove" in capsys.readouterr().out
 
@@ -115,6 +115,21 @@ def test_prove_without_the_extra_says_what_to_install(tmp_path):
         "pip install 'draft-kv-lint[proof]'"
     )
     assert not done.stdout
+
+
+def test_prove_two_files(repo, tmp_path, capsys):
+    original = tmp_path / "original.py"
+    original.write_text(
+        subprocess.run(
+            ["git", "show", f"HEAD~1:{BACKEND}"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert main(["prove", str(original), BACKEND]) == 0
+    assert "proven (widened x topk)" in capsys.readouterr().out
 
 
 def test_prove_usage_error(tmp_path, monkeypatch, capsys):
