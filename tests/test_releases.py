@@ -24,12 +24,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import inspect
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 from corpus import PRE_REFACTOR, attention_dir, speculative_dir
-from harness import HarnessError, Params, ReferenceDraftKernel, run
+from harness import HarnessError, Params, ReferenceDraftKernel, default_grid, run
 
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
 from lint_plugin.proof.kernel import SIGNATURE
@@ -45,6 +49,7 @@ from lint_plugin.proof.verdict import (
 from lint_plugin.rewrite import Options, rewrite_text
 
 pytestmark = pytest.mark.corpus
+HERE = Path(__file__).resolve().parent
 BACKENDS = {
     "flashinfer_backend.py": "FlashInferMultiStepDraftBackend",
     "flashinfer_mla_backend.py": "FlashInferMLAMultiStepDraftBackend",
@@ -180,3 +185,61 @@ def test_release_proof(version):
 def test_torch_is_the_pinned_cpu_build():
     # The interpreted kernel's results were checked on this pairing (issue 10).
     assert torch.__version__.split("+")[0] == "2.13.0"
+
+
+def cuda_proof(versions: list[str]) -> list[str]:
+    """The compiled twin (run in a child whose triton compiles): the full grid on
+    CUDA for each backend of ``versions``; returns one line per backend."""
+    grid = default_grid(seed=20263) + long_sequence_grid()
+    lines = []
+    for version in versions:
+        jitted = jit_kernel(find_kernel(speculative_dir(version)), "cuda")
+        real = GuardedDraftKernel.factory(jitted)
+        for filename, name in BACKENDS.items():
+            path = attention_dir(version) / filename
+            text = path.read_text() if path.exists() else ""
+            if _class_dump(text, name) is None:
+                continue
+            safe = prove_class(
+                text, fix_text(text, False), name, grid, "cuda", kernel=real
+            )
+            unsafe = prove_class(
+                text, fix_text(text, True), name, grid, "cuda", kernel=real
+            )
+            assert set(safe.kinds) == {IDENTICAL}, (version, name, safe.failure)
+            assert unsafe.proven and unsafe.overruns_after == 0, (
+                version,
+                name,
+                unsafe.failure,
+            )
+            lines.append(
+                f"{version} {name}: {safe.cases} cases, "
+                f"{safe.launches + unsafe.launches} launches compared; safe "
+                f"{safe.verdict}; unsafe {unsafe.verdict}; overruns before/after "
+                f"{unsafe.overruns_before}/{unsafe.overruns_after}"
+            )
+    return lines
+
+
+CUDA_CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_releases import cuda_proof
+print("\\n".join(cuda_proof({versions!r})))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_release_proof_cuda():
+    """Oldest, newest and the first release of each backend shape, compiled."""
+    versions = ["0.4.6.post5", "0.4.8", "0.5.3", "0.5.3.post2", "0.5.12.post1"]
+    for version in versions:  # download in this process, where failures show
+        speculative_dir(version)
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    code = CUDA_CHILD.format(tests=str(HERE), versions=versions)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    print("\n[cuda, compiled]\n" + done.stdout)
+    assert done.stdout.count("MultiStepDraftBackend") >= 3 * len(versions)
