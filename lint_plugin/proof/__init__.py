@@ -2,15 +2,21 @@
 
 The real SGLang multi-step draft backends are loaded class-by-class from their
 source files (no sglang import, see :mod:`.loader`), driven through their entry
-points with a reference of the Triton index kernel (:mod:`.kernel`) and a torch
-that records allocations (:mod:`.torch_proxy`), and what they did is captured in a
-:class:`Record`. Two sources are "numerically identical" when their records are
-equal for every case of a grid (:func:`compare`).
+points with upstream's Triton index kernel cut out of the release's own file
+(:mod:`.triton_source`, launched with guard regions by :mod:`.guarded_launch`) or
+its torch reference (:mod:`.kernel`), and a torch that records allocations
+(:mod:`.torch_proxy`); what they did is captured in a :class:`Record`. Two sources
+are "numerically identical" when their records are equal for every case of a grid
+(:func:`compare`); :mod:`.verdict` also accepts a buffer widened by exactly topk
+(the unsafe fix) and names the first differing record otherwise.
+
+Everything here imports torch: only ``draft-kv-lint prove`` and the tests load it.
 """
 
 from __future__ import annotations
 
 from .errors import HarnessError
+from .guarded_launch import GuardedDraftKernel
 from .kernel import ReferenceDraftKernel
 from .loader import ClassSource, extract_class, load_class
 from .mutate import StandInRewriteError, rewrite_in_class
@@ -38,6 +44,7 @@ __all__ = [
     "BufferUse",
     "ClassSource",
     "CompareCounts",
+    "GuardedDraftKernel",
     "HarnessError",
     "Launch",
     "Overrun",
