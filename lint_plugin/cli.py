@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lint_plugin import __version__
+from lint_plugin.prove import add_prove_parser
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
     from lint_plugin.check import CheckResult
@@ -402,6 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check_parser(subparsers)
     add_fix_parser(subparsers)
     _add_rule_parser(subparsers)
+    add_prove_parser(subparsers)
     return parser
 
 

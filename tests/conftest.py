@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import os
 
+# The proof's CPU tests run upstream's Triton kernel in triton's interpreter, which
+# must be chosen before triton is first imported (lint_plugin/proof/triton_source.py
+# says why); the compiled CUDA twins run in a child process without it.
+os.environ.setdefault("TRITON_INTERPRET", "1")
+
 import pytest
 from corpus import CorpusUnavailable, attention_dir, tree
 

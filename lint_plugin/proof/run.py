@@ -17,9 +17,10 @@ of parameters and asserts the records are equal.
 
 from __future__ import annotations
 
+import inspect
 import random
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +32,14 @@ from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_
 from . import standins
 from .errors import HarnessError
 from .kernel import ReferenceDraftKernel
-from .loader import extract_class, load_class
+from .loader import ClassSource, extract_class, load_class
 from .record import Record, Recorder, diff
 from .torch_proxy import RecordingTorch
 
 Source = str | Path
+# Makes the index kernel a run launches: the reference (default) or upstream's own
+# (``GuardedDraftKernel.factory(jit_kernel(...))``); both record the same Launch.
+KernelFactory = Callable[[Recorder], Any]
 GRAPH_ENTRIES = ("method", "common_template")
 
 
@@ -132,9 +136,7 @@ def default_grid(
     return grid
 
 
-def provided_names(
-    proxy: RecordingTorch, kernel: ReferenceDraftKernel
-) -> dict[str, Any]:
+def provided_names(proxy: RecordingTorch, kernel: Any) -> dict[str, Any]:
     """Module-level names of the backend files, as the harness provides them."""
     return {
         "torch": proxy,
@@ -153,9 +155,45 @@ def provided_names(
         # triton_backend calls the module-level kernel; others use self.<kernel>.
         "generate_draft_decode_kv_indices": kernel,
         "assert_buffer_fits": standins.assert_buffer_fits,
+        # Before 0.5.3 common_template asserts isinstance(spec_info, EagleDraftInput).
+        "EagleDraftInput": standins.SpecInfo,
         # flashinfer_backend's module global, rebound via ``global`` in the class.
         "global_override_indptr_cpu": None,
     }
+
+
+def _attn_backend_count(source: ClassSource, steps: int) -> int:
+    """How many per-step backends ``__init__`` builds: ``range(steps - 1)`` since
+    0.5.3.post2, ``range(steps)`` before. Read from the loop or the comprehension
+    that makes ``self.attn_backends``."""
+    import ast
+
+    ranges = []
+    for node in ast.walk(source.module):
+        if isinstance(node, ast.For) and any(
+            isinstance(sub, ast.Attribute)
+            and sub.attr == "append"
+            and ast.unparse(sub.value) == "self.attn_backends"
+            for sub in ast.walk(node)
+        ):
+            ranges.append(node.iter)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(ast.unparse(t) == "self.attn_backends" for t in targets) and (
+                isinstance(node.value, ast.ListComp)
+            ):
+                ranges.append(node.value.generators[0].iter)
+    for it in ranges:
+        if not (isinstance(it, ast.Call) and ast.unparse(it.func) == "range"):
+            continue
+        spelled = ast.unparse(it.args[0]) if len(it.args) == 1 else ""
+        if spelled == "self.speculative_num_steps":
+            return steps
+        if spelled == "self.speculative_num_steps - 1":
+            return steps - 1
+    raise HarnessError(
+        f"{source.name}: cannot tell how many attn_backends __init__ builds"
+    )
 
 
 def _pool(params: Params, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -182,6 +220,7 @@ def run(
     *,
     graph_entry: str = "method",
     extra_names: dict[str, Any] | None = None,
+    kernel: KernelFactory = ReferenceDraftKernel,
 ) -> Record:
     """Run one class (a file path, or source text) for ``params`` on ``device``.
 
@@ -196,7 +235,7 @@ def run(
     cls_source = extract_class(source, class_name)
     recorder = Recorder(label=f"{cls_source.name} {params.describe()}")
     proxy = RecordingTorch(device, recorder)
-    kernel = ReferenceDraftKernel(recorder)
+    kernel = kernel(recorder)
     cls = load_class(
         cls_source, {**provided_names(proxy, kernel), **(extra_names or {})}
     )
@@ -241,7 +280,7 @@ def run(
         "generate_draft_decode_kv_indices": kernel,
         "attn_backends": [
             standins.AttnBackend(i, recorder, params.max_context_len, max_kv_splits=8)
-            for i in range(steps - 1)
+            for i in range(_attn_backend_count(cls_source, steps))
         ],
     }
     instance = cls.__new__(cls)
@@ -257,7 +296,12 @@ def run(
     instance.init_forward_metadata(fb)
 
     recorder.phase = "cuda_graph_state"
-    instance.init_cuda_graph_state(params.max_bs, params.max_num_tokens)
+    graph_state = instance.init_cuda_graph_state
+    # Before 0.4.8 it took max_bs alone (and sized by it).
+    if len(inspect.signature(graph_state).parameters) >= 2:
+        graph_state(params.max_bs, params.max_num_tokens)
+    else:
+        graph_state(params.max_bs)
 
     recorder.phase = "capture"
     fb.new_spec_info()
@@ -315,6 +359,7 @@ def compare(
     *,
     class_name: str | None = None,
     graph_entry: str = "method",
+    kernel: KernelFactory = ReferenceDraftKernel,
 ) -> CompareCounts:
     """Assert ``original`` and ``rewritten`` produce equal records on every case.
 
@@ -326,8 +371,9 @@ def compare(
         raise HarnessError(f"comparing {original_class} with {rewritten_class}")
     counts = CompareCounts()
     for params in grid:
-        before = run(original, class_name, params, device, graph_entry=graph_entry)
-        after = run(rewritten, class_name, params, device, graph_entry=graph_entry)
+        options = {"graph_entry": graph_entry, "kernel": kernel}
+        before = run(original, class_name, params, device, **options)
+        after = run(rewritten, class_name, params, device, **options)
         if before != after:
             raise AssertionError(
                 f"{original_class}: records differ for {params.describe()} on "

@@ -97,26 +97,8 @@ class ReferenceDraftKernel:
             a["kv_indptr"],
             a["req_to_token"],
         )
-        for name in ("kv_indices", "kv_indptr", "req_to_token"):
-            if not a[name].is_contiguous():
-                raise HarnessError(
-                    f"{name} is not contiguous; the kernel addresses it by pointer "
-                    "arithmetic, so this would already be wrong on a GPU"
-                )
         s = {name: int(a[name]) for name in SCALARS}
-        problems = []
-        for name in ("bs_upper", "iter_upper", "num_tokens_upper"):
-            if s[name] <= 0 or s[name] & (s[name] - 1):
-                problems.append(f"{name}={s[name]} is not a power of two (tl.arange)")
-        for name, stride, tensor in (
-            ("kv_indices_stride", s["kv_indices_stride"], kv_indices),
-            ("kv_indptr_stride", s["kv_indptr_stride"], kv_indptr),
-            ("pool_len", s["pool_len"], req_to_token),
-        ):
-            if stride != tensor.shape[-1]:
-                problems.append(
-                    f"{name}={stride} but the tensor is {tensor.shape[-1]} wide"
-                )
+        problems = launch_problems(a, s)
 
         seq_lens = [int(v) for v in a["paged_kernel_lens"].reshape(-1).tolist()]
         pool_rows = [int(v) for v in a["req_pool_indices"].reshape(-1).tolist()]
@@ -198,6 +180,31 @@ class ReferenceDraftKernel:
                 problems=tuple(problems),
             )
         )
+
+
+def launch_problems(a: dict[str, Any], s: dict[str, int]) -> list[str]:
+    """Kernel-contract violations of one launch (``a``: bound arguments, ``s``: the
+    scalars as ints); a non-contiguous output is a harness error, not a finding."""
+    for name in ("kv_indices", "kv_indptr", "req_to_token"):
+        if not a[name].is_contiguous():
+            raise HarnessError(
+                f"{name} is not contiguous; the kernel addresses it by pointer "
+                "arithmetic, so this would already be wrong on a GPU"
+            )
+    problems = []
+    for name in ("bs_upper", "iter_upper", "num_tokens_upper"):
+        if name in s and (s[name] <= 0 or s[name] & (s[name] - 1)):
+            problems.append(f"{name}={s[name]} is not a power of two (tl.arange)")
+    for name, tensor in (
+        ("kv_indices_stride", "kv_indices"),
+        ("kv_indptr_stride", "kv_indptr"),
+        ("pool_len", "req_to_token"),
+    ):
+        if s[name] != a[tensor].shape[-1]:
+            problems.append(
+                f"{name}={s[name]} but the tensor is {a[tensor].shape[-1]} wide"
+            )
+    return problems
 
 
 def _read(slots: list[int], base: int, start: int, count: int) -> list[int]:

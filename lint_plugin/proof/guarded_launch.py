@@ -1,0 +1,214 @@
+"""Launch upstream's jitted index kernel so that an overrun is seen, never suffered.
+
+The backend hands the kernel its own buffers and strides. On a GPU a write past a
+row lands in the next row (or past the allocation) and nobody notices; here every
+buffer the kernel writes or reads is re-laid before the launch:
+
+- ``kv_indices`` and ``kv_indptr`` become ``(num_steps, wide)`` buffers filled with
+  an "unwritten" sentinel, ``wide`` larger than anything the launch can write, and
+  the kernel is given ``wide`` as its row stride. Row ``i`` of the kernel is still
+  row ``i`` of the backend's buffer, so entries below the backend's width are
+  copied back to exactly where the GPU would have put them; entries at or past it
+  are the overrun: counted (highest offset per row, as the reference kernel
+  records it) and never copied, so a neighbour row stays intact.
+- ``req_to_token`` rows get a tail of :data:`POISON` (``pool_len`` widened the same
+  way), so a read past a request's row yields -1 instead of another request's slot,
+  exactly as the reference kernel models it.
+
+The :class:`~.record.Launch` recorded is the same as the reference kernel's for the
+same launch, so records from both kernels compare with ``==``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .errors import HarnessError
+from .kernel import INPUTS, launch_problems
+from .record import BufferUse, Launch, Recorder
+from .torch_proxy import POISON
+
+UNWRITTEN = -123456789  # fits int32; never a slot id, an indptr or POISON
+TENSORS = ("kv_indices", "kv_indptr", "req_to_token", "positions")
+NEEDED = (
+    *TENSORS,
+    "req_pool_indices",
+    "paged_kernel_lens",
+    "pool_len",
+    "kv_indices_stride",
+    "kv_indptr_stride",
+    "num_tokens_upper",
+)
+
+
+def _pow2_above(n: int) -> int:
+    """A power of two > n: few distinct constexprs, so few compilations on CUDA."""
+    return 1 << int(n).bit_length()
+
+
+class GuardedDraftKernel:
+    """``kernel[grid](*args)`` running upstream's kernel; records each launch."""
+
+    def __init__(self, recorder: Recorder, jitted: Any) -> None:
+        self._recorder = recorder
+        self._jitted = jitted
+        self.signature = inspect.signature(jitted.fn)
+        missing = [n for n in NEEDED if n not in self.signature.parameters]
+        if missing:
+            raise HarnessError(
+                f"the kernel's parameters lack {missing}; the launch wrapper "
+                "cannot guard it"
+            )
+        self.launches = 0
+
+    @classmethod
+    def factory(cls, jitted: Any) -> Callable[[Recorder], GuardedDraftKernel]:
+        return lambda recorder: cls(recorder, jitted)
+
+    def __repr__(self) -> str:
+        return "<upstream generate_draft_decode_kv_indices, guarded>"
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        if callable(grid):
+            raise HarnessError("grid given as a callable; the backends pass a tuple")
+        grid = tuple(int(g) for g in grid)
+        if len(grid) != 3:
+            raise HarnessError(f"grid {grid}: expected (num_steps, num_seqs, topk)")
+
+        def launch(*args: Any, **kwargs: Any) -> None:
+            self.launch(grid, *args, **kwargs)
+
+        return launch
+
+    def launch(self, grid: tuple[int, int, int], *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise HarnessError(
+                f"index kernel called with wrong arguments: {exc}"
+            ) from exc
+        a = dict(bound.arguments)
+        scalar_names = [n for n, v in a.items() if not isinstance(v, torch.Tensor)]
+        s = {n: int(a[n]) for n in scalar_names}
+        problems = launch_problems(a, s)
+        num_steps, num_seqs, topk = grid
+        kv, ptr = a["kv_indices"], a["kv_indptr"]
+        lens = a["paged_kernel_lens"].reshape(-1)
+        seq_total = int(lens.sum()) if lens.numel() else 0
+        longest = int(lens.max()) if lens.numel() else 0
+        iter_upper = s.get("iter_upper", num_steps)
+        page = max(1, s.get("page_size", 1))
+
+        # Wider than any offset the launch can write or read, whatever its widths.
+        kv_stride = _pow2_above(
+            max(kv.shape[-1], s["kv_indices_stride"])
+            + (seq_total + num_seqs * max(num_steps, iter_upper)) * topk
+        )
+        ptr_stride = _pow2_above(
+            max(ptr.shape[-1], s["kv_indptr_stride"]) + num_seqs * topk
+        )
+        reach = longest + topk * (num_steps + 2 * page + iter_upper + 1) + iter_upper
+        pool_stride = _pow2_above(max(s["pool_len"], reach))
+
+        device = kv.device
+        wide_kv = torch.full((num_steps, kv_stride), UNWRITTEN, dtype=kv.dtype)
+        wide_ptr = torch.full((num_steps, ptr_stride), UNWRITTEN, dtype=ptr.dtype)
+        pool = _widen_pool(
+            a["req_to_token"], s["pool_len"], pool_stride, a["req_pool_indices"]
+        )
+        positions = a["positions"].reshape(-1)
+        n_positions = positions.numel()
+        wide_positions = torch.zeros(
+            max(n_positions, s["num_tokens_upper"]), dtype=positions.dtype
+        )
+        wide_positions[:n_positions] = positions.cpu()
+
+        call = {
+            **a,
+            "kv_indices": wide_kv.to(device),
+            "kv_indptr": wide_ptr.to(device),
+            "req_to_token": pool.to(device),
+            "positions": wide_positions.to(device),
+            "kv_indices_stride": kv_stride,
+            "kv_indptr_stride": ptr_stride,
+            "pool_len": pool_stride,
+        }
+        self._jitted[grid](**call)
+        self.launches += 1
+        wide_kv, wide_ptr = call["kv_indices"].cpu(), call["kv_indptr"].cpu()
+
+        kv_top = _copy_back(wide_kv, kv, s["kv_indices_stride"])
+        ptr_top = _copy_back(wide_ptr, ptr, s["kv_indptr_stride"])
+        written = wide_kv[wide_kv != UNWRITTEN]
+        read_overruns = int((written == POISON).sum())
+        # Every program reads positions[: min(num_tokens_upper, zid)].
+        for bid in range(num_seqs):
+            for t in range(topk):
+                zid = bid * topk + t or num_seqs * topk
+                past = min(s["num_tokens_upper"], zid) - n_positions
+                read_overruns += num_steps * max(0, past)
+
+        rec = self._recorder
+        scalars = tuple((n, s[n]) for n in scalar_names) + tuple(
+            (n, rec.owner(a[n])) for n in INPUTS if n in a
+        )
+        rec.launch(
+            Launch(
+                phase=rec.phase,
+                grid=grid,
+                scalars=scalars,
+                kv_indices=_use(rec, "kv_indices", kv, kv_top),
+                kv_indptr=_use(rec, "kv_indptr", ptr, ptr_top),
+                read_overruns=read_overruns,
+                problems=tuple(problems),
+            )
+        )
+
+
+def _widen_pool(
+    req_to_token: torch.Tensor, pool_len: int, stride: int, rows: torch.Tensor
+) -> torch.Tensor:
+    """req_to_token as the kernel addresses it (``pool_len`` per row), each row
+    followed by POISON up to ``stride``; rows past the tensor are all POISON."""
+    flat = req_to_token.reshape(-1).cpu()
+    n_rows = -(-flat.numel() // pool_len) if pool_len > 0 else 0
+    n_rows = max(n_rows, int(rows.max()) + 1 if rows.numel() else 0)
+    padded = torch.full((n_rows * pool_len,), POISON, dtype=flat.dtype)
+    padded[: flat.numel()] = flat
+    wide = torch.full((n_rows, stride), POISON, dtype=flat.dtype)
+    if pool_len > 0:
+        wide[:, :pool_len] = padded.view(n_rows, pool_len)
+    return wide
+
+
+def _copy_back(wide: torch.Tensor, target: torch.Tensor, stride: int) -> list[int]:
+    """Copy what the kernel wrote into row i below the target's width to where the
+    GPU would have put it (row i * stride); return each row's highest offset."""
+    written = wide != UNWRITTEN
+    cols = torch.arange(wide.shape[1]).expand_as(wide)
+    top = torch.where(written, cols, torch.full_like(cols, -1)).max(dim=1).values
+    rows, width = target.shape[0], target.shape[-1]
+    keep = written.clone()
+    keep[min(rows, keep.shape[0]) :] = False
+    keep[:, width:] = False
+    r, c = keep.nonzero(as_tuple=True)
+    flat = r * stride + c
+    inside = flat < target.numel()
+    if bool(inside.any()):
+        values = wide[r[inside], c[inside]].to(target.device)
+        target.view(-1)[flat[inside].to(target.device)] = values
+    return [int(v) for v in top.tolist()]
+
+
+def _use(rec: Recorder, name: str, tensor: torch.Tensor, top: list[int]) -> BufferUse:
+    return BufferUse(
+        name=name,
+        owner=rec.owner(tensor),
+        shape=tuple(tensor.shape),
+        dtype=str(tensor.dtype),
+        max_offset=tuple(top),
+    )

@@ -1,0 +1,197 @@
+"""Upstream's own index kernel in the harness, and the reference proven against it.
+
+``generate_draft_decode_kv_indices`` is cut out of the pinned 0.5.12.post1 wheel's
+``spec_utils.py`` and handed to ``triton.jit`` (never importing sglang): on the CPU
+it runs in triton's interpreter, on CUDA compiled (in a child process, since the
+mode is chosen when triton is imported; see lint_plugin/proof/triton_source.py).
+The reference kernel (``lint_plugin/proof/kernel.py``) must write exactly what
+upstream's writes: same rows, same kv_indptr, same launch record, over random
+launches with topk 1..8, num_steps 1..8, several seq_lens and page sizes 1 and > 1.
+
+Run with ``-s`` to see how many launches were compared.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from corpus import OLD, speculative_dir
+from harness import HarnessError, Recorder, ReferenceDraftKernel
+
+from lint_plugin.proof.guarded_launch import GuardedDraftKernel
+from lint_plugin.proof.standins import next_power_of_2
+from lint_plugin.proof.triton_source import find_kernel, jit_kernel, kernel_from_text
+from lint_plugin.runtime import draft_kv_indices_used_len
+
+pytestmark = pytest.mark.corpus
+HERE = Path(__file__).resolve().parent
+CPU_LAUNCHES = 48  # the interpreter takes ~0.1 s per launch of this size
+
+
+def upstream_kernel(device: str):
+    return jit_kernel(find_kernel(speculative_dir(OLD)), device)
+
+
+def random_launch(rng: random.Random, n: int) -> dict:
+    """One launch as a backend makes it; every 3rd one on a row narrower than
+    what it writes (the bug's shape), every 2nd with page_size > 1."""
+    topk, steps = rng.randint(1, 8), rng.randint(1, 8)
+    num_seqs = rng.randint(1, 4)
+    seq_lens = [rng.choice((1, 2, 7, 16, 33, 64, 130)) for _ in range(num_seqs)]
+    page_size = rng.choice((4, 16, 64)) if n % 2 else 1
+    new_pages = (page_size - 1 + steps + page_size - 1) // page_size + 1
+    pool_len = max(seq_lens) + topk * new_pages * page_size + topk * steps + 8
+    used = draft_kv_indices_used_len(sum(seq_lens), topk, num_seqs * topk, steps)
+    width = used if n % 3 else max(1, used - rng.randint(1, used))
+    return {
+        "grid": (steps, num_seqs, topk),
+        "seq_lens": seq_lens,
+        "page_size": page_size,
+        "pool_len": pool_len,
+        "width": width,
+        "seed": rng.randrange(2**31),
+    }
+
+
+def launch(kernel, case: dict, device: str):
+    """Run ``kernel`` on fresh buffers for ``case``; (kv_indices, kv_indptr, Launch)."""
+    steps, num_seqs, topk = case["grid"]
+    gen = torch.Generator().manual_seed(case["seed"])
+    pool_rows = num_seqs + 2
+    req_to_token = torch.randperm(pool_rows * case["pool_len"], generator=gen) + 1
+    req_to_token = req_to_token.to(torch.int32).reshape(pool_rows, -1).to(device)
+    rows = torch.randperm(pool_rows, generator=gen)[:num_seqs].to(device)
+    lens = torch.tensor(case["seq_lens"], device=device)
+    positions = lens.repeat_interleave(topk)
+    kv_indices = torch.zeros((steps, case["width"]), dtype=torch.int32, device=device)
+    kv_indptr = torch.zeros((steps, num_seqs * topk + 1), dtype=torch.int32).to(device)
+    recorder = Recorder()
+    for tensor, name in ((kv_indices, "kv_indices"), (kv_indptr, "kv_indptr")):
+        recorder.name_tensor(tensor, name)
+    kernel(recorder)[case["grid"]](
+        rows, req_to_token, lens, kv_indices, kv_indptr, positions,
+        case["pool_len"], kv_indices.shape[1], kv_indptr.shape[1],
+        next_power_of_2(num_seqs), next_power_of_2(steps),
+        next_power_of_2(num_seqs * topk), case["page_size"],
+    )  # fmt: skip
+    return kv_indices.cpu(), kv_indptr.cpu(), recorder.record.launches[-1]
+
+
+def differential(device: str, count: int, seed: int = 20261) -> tuple[int, int, int]:
+    """Compare reference and upstream on ``count`` random launches; returns
+    (launches, launches with page_size > 1, launches that overran)."""
+    real = GuardedDraftKernel.factory(upstream_kernel(device))
+    rng = random.Random(seed)
+    paged = overran = 0
+    for n in range(count):
+        case = random_launch(rng, n)
+        ref = launch(ReferenceDraftKernel, case, device)
+        got = launch(real, case, device)
+        assert torch.equal(got[0], ref[0]), (case, "kv_indices rows differ")
+        assert torch.equal(got[1], ref[1]), (case, "kv_indptr differs")
+        assert got[2] == ref[2], (case, got[2], ref[2])
+        paged += case["page_size"] > 1 and case["grid"][2] > 1
+        overran += bool(got[2].kv_indices.overrun_rows())
+    return count, paged, overran
+
+
+def test_kernel_is_cut_from_the_wheel_and_interpreted():
+    source = find_kernel(speculative_dir(OLD))
+    assert source.filename.endswith("sglang/srt/speculative/spec_utils.py")
+    assert source.functions == ("generate_draft_decode_kv_indices",)
+    assert dict(source.aliases) == {"tl": "triton.language", "triton": "triton"}
+    from triton.runtime.interpreter import InterpretedFunction
+
+    assert isinstance(upstream_kernel("cpu"), InterpretedFunction)
+    assert "sglang" not in sys.modules
+
+
+KERNEL_TEXTS = {
+    "helper": (
+        "import triton\nimport triton.language as tl\n\n"
+        "@triton.jit\ndef _twice(x):\n    return x * 2\n\n"
+        "@triton.jit\ndef generate_draft_decode_kv_indices(a, n: tl.constexpr):\n"
+        "    tl.store(a, _twice(tl.load(a)))\n",
+        ("_twice", "generate_draft_decode_kv_indices"),
+    ),
+    "unknown global": (
+        "import triton\nimport triton.language as tl\nBLOCK = 4\n\n"
+        "@triton.jit\ndef generate_draft_decode_kv_indices(a):\n"
+        "    tl.store(a, tl.arange(0, BLOCK))\n",
+        "BLOCK",
+    ),
+    "absent": ("import triton\n", "no top-level def"),
+}
+
+
+@pytest.mark.parametrize("name", list(KERNEL_TEXTS))
+def test_kernel_loader_takes_helpers_and_refuses_unknown_names(name):
+    text, expected = KERNEL_TEXTS[name]
+    if isinstance(expected, tuple):
+        assert kernel_from_text(text, "k.py").functions == expected
+    else:
+        with pytest.raises(HarnessError, match=expected):
+            kernel_from_text(text, "k.py")
+
+
+def test_reference_equals_upstream_kernel_cpu():
+    launches, paged, overran = differential("cpu", CPU_LAUNCHES)
+    print(
+        f"\n[cpu, interpreted] reference == upstream {OLD} kernel on {launches} "
+        f"random launches ({paged} with page_size > 1 and topk > 1, {overran} "
+        "overrunning a narrow row)"
+    )
+    assert paged and overran
+
+
+def test_guard_counts_an_overrun_and_spares_the_next_row():
+    """A row too narrow for what the kernel writes: on a GPU row 0's tail would
+    land in row 1. The guarded launch leaves row 1 exactly as the kernel wrote
+    it for step 1 and records how far row 0 was written."""
+    case = {
+        "grid": (2, 2, 4),
+        "seq_lens": [9, 5],
+        "page_size": 1,
+        "pool_len": 40,
+        "width": 40,
+        "seed": 3,
+    }
+    used = [draft_kv_indices_used_len(14, 4, 8, i + 1) for i in range(2)]
+    assert used[0] > case["width"]  # the row is too narrow already at step 0
+    real = GuardedDraftKernel.factory(upstream_kernel("cpu"))
+    narrow, _, record = launch(real, case, "cpu")
+    wide, _, _ = launch(real, {**case, "width": used[1]}, "cpu")
+    assert record.kv_indices.max_offset == (used[0] - 1, used[1] - 1)
+    assert record.kv_indices.overrun_rows() == (0, 1)
+    assert torch.equal(narrow, wide[:, : case["width"]])  # row 1 not corrupted
+
+
+CHILD = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_real_kernel import differential
+print(*differential("cuda", {count}))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_reference_equals_upstream_kernel_cuda():
+    """The compiled twin: triton must be imported without the interpreter."""
+    env = {**os.environ, "TRITON_INTERPRET": "0"}
+    code = CHILD.format(tests=str(HERE), count=4 * CPU_LAUNCHES)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    launches, paged, overran = map(int, done.stdout.split()[-3:])
+    print(
+        f"\n[cuda, compiled] reference == upstream {OLD} kernel on {launches} "
+        f"random launches ({paged} with page_size > 1 and topk > 1, {overran} overran)"
+    )
+    assert launches == 4 * CPU_LAUNCHES and paged and overran
