@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lint_plugin.oracle import equivalent
 from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.scan import check_source
+from lint_plugin.settings import Settings
 
 SEQ_LENS_SUM = ["seq_lens_sum", "forward_batch.seq_lens_sum", "self.seq_lens_sum"]
 TOPK = ["topk", "self.topk", "eagle_topk", "self.speculative_eagle_topk"]
@@ -20,6 +21,7 @@ COUNT = ["bs", "num_seqs", "max_bs", "forward_batch.batch_size", "len(reqs)"]
 STEPS = ["(i + 1)", "(step + 1)", "num_steps", "self.speculative_num_steps"]
 EXTRA = ["16", "pad", "self.page_size"]
 OPTIONS = Options(helpers_module="helpers", wrap=False)
+SETTINGS = Settings(helpers_module="helpers")  # the rewritten file imports from it
 
 
 @st.composite
@@ -74,7 +76,7 @@ def assert_found_rewritten_and_equal(expr: str, code: str) -> None:
     assert [f.code for f in check_source(source.encode(), "g.py")] == [code]
     result = rewrite_text(source, "g.py", OPTIONS)
     assert result.changed and len(result.applied) == 1
-    assert check_source(result.text.encode(), "g.py") == []
+    assert check_source(result.text.encode(), "g.py", SETTINGS) == []
     assert equivalent(value_text(source), value_text(result.text)) is None
 
 
