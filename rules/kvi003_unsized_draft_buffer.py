@@ -385,15 +385,9 @@ def _unsafe_fix(cls: ClassFacts, site, function, facts, report) -> Fix | None:
 
 
 def _names_in_scope(function) -> set[str]:
+    """Parameters and locals of ``function`` and the functions around it."""
     names: set[str] = set()
     while function is not None:
-        names |= set(function.params)
-        names |= {
-            t.id
-            for sub in ast.walk(function.node)
-            if isinstance(sub, ast.Assign)
-            for t in sub.targets
-            if isinstance(t, ast.Name)
-        }
+        names |= set(function.params) | function.locals.names()
         function = function.parent
     return names
