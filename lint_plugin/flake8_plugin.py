@@ -2,17 +2,26 @@
 
 flake8 has already parsed the file; the plugin only walks the top-level
 statements that mention a word a finding needs, so files without one cost a
-regex search. flake8 applies ``# noqa`` itself, on the row each finding names.
+regex search.
+
+``# noqa``: flake8 honours a directive only on the reported row, while ``check``
+honours it on any row of the finding's statement (so it survives black moving the
+comment). The plugin therefore applies the directives itself, with the same code as
+``check`` (``noqa.review``), and reports KVI100 for unused ones; flake8's own pass
+afterwards suppresses a subset of what was already suppressed, so the two front ends
+agree. ``flake8 --disable-noqa`` turns both passes off.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
 from lint_plugin.allocations import is_draft_backend_class
 from lint_plugin.analysis import analyze
+from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.scan import interesting_rows
 from lint_plugin.source import Source
 
@@ -20,23 +29,33 @@ from lint_plugin.source import Source
 class KviChecker:
     name = "draft-kv-lint"
     version = __version__
+    disable_noqa = False
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
         self.tree = tree
         self.filename = filename
         self.lines = lines
 
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         rows = interesting_rows(text)
-        if not rows:
-            return
-        source = Source(text)
-        for node in _statements_around(self.tree.body, rows):
-            for finding in analyze(node, source, self.filename, rows):
-                # flake8 wants 0-based columns and adds 1 itself.
-                message = f"{finding.code} {finding.message}"
-                yield finding.row, finding.column - 1, message, type(self)
+        findings = []
+        if rows:
+            source = Source(text)
+            for node in _statements_around(self.tree.body, rows):
+                findings += analyze(node, source, self.filename, rows)
+        if not self.disable_noqa and (
+            findings or may_hold_own_directive(text.encode())
+        ):
+            findings = review(findings, text, self.filename)
+        for finding in findings:
+            # flake8 wants 0-based columns and adds 1 itself.
+            message = f"{finding.code} {finding.message}"
+            yield finding.row, finding.column - 1, message, type(self)
 
 
 def _statements_around(body: list[ast.stmt], rows: list[int]) -> Iterator[ast.AST]:

@@ -49,6 +49,7 @@ def _load() -> dict[str, Rule]:
         kvi002_inline_buffer_width,
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
+        kvi100_unused_noqa,
     )
 
     modules = (
@@ -56,6 +57,7 @@ def _load() -> dict[str, Rule]:
         kvi002_inline_buffer_width,
         kvi003_unsized_draft_buffer,
         kvi004_misplaced_helper_argument,
+        kvi100_unused_noqa,
     )
     return {m.RULE.code: m.RULE for m in modules}
 

@@ -7,12 +7,14 @@ import textwrap
 
 import pytest
 
+from lint_plugin.noqa import review
 from lint_plugin.rules import RULES
 from lint_plugin.scan import check_source
 
 
 def codes(source: str) -> list[str]:
-    return [f.code for f in check_source(source.encode(), "snippet.py")]
+    findings = check_source(source.encode(), "snippet.py")
+    return [f.code for f in review(findings, source, "snippet.py")]
 
 
 VALID = [
