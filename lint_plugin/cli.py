@@ -36,10 +36,13 @@ from typing import TYPE_CHECKING
 from lint_plugin import __version__
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
+    from collections.abc import Callable
+
     from lint_plugin.check import CheckResult
-    from lint_plugin.config import Config
+    from lint_plugin.config import Config, ConfigResolver
+    from lint_plugin.files import PathFilter
     from lint_plugin.findings import FileError
-    from lint_plugin.selection import Selection
+    from lint_plugin.selection import PerFileSelection
 
 PROG = "draft-kv-lint"
 
@@ -90,17 +93,41 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     config = parser.add_argument_group("configuration")
     config.add_argument(
         "--config",
-        metavar="PYPROJECT",
-        help="read [tool.draft-kv-lint] from this file instead of searching",
+        metavar="PATH",
+        help="use this pyproject.toml or .draft-kv-lint.toml for every file "
+        "instead of each file's nearest one",
     )
     config.add_argument(
-        "--no-config", action="store_true", help="ignore every pyproject.toml"
+        "--no-config", action="store_true", help="ignore every configuration file"
     )
-    config.add_argument(
+    files = parser.add_argument_group("file selection")
+    files.add_argument(
+        "--exclude",
+        metavar="PATTERNS",
+        type=_code_list,
+        action="extend",
+        help="skip these globs while walking folders (replaces the configured "
+        "exclude and the default list); comma-separated",
+    )
+    files.add_argument(
+        "--extend-exclude",
+        metavar="PATTERNS",
+        type=_code_list,
+        action="extend",
+        help="skip these globs too; comma-separated",
+    )
+    files.add_argument(
         "--force-exclude",
         action="store_true",
         default=None,
-        help="apply the configured exclude to files named on the command line too",
+        help="apply the exclusions to files named on the command line too",
+    )
+    files.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="also walk into what .gitignore files ignore",
     )
 
 
@@ -110,8 +137,10 @@ class Plan:
 
     files: list[str]
     errors: list[FileError]  # paths that could not be used
-    selection: Selection
-    config: Config
+    selection: PerFileSelection
+    config: Config  # the configuration of the current folder: run-wide settings
+    resolver: ConfigResolver
+    filter_for: Callable[[str], PathFilter]
 
 
 def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -127,53 +156,107 @@ def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
     return pairs
 
 
+def _origin(config: Config) -> str:
+    return f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
+
+
 def load_plan(args: argparse.Namespace) -> Plan:
-    """Configuration, selection and files for ``args``; raises UsageError."""
-    from lint_plugin.config import Config, ConfigError, discover_config, load_config
+    """Configuration, selection and files for ``args``; raises UsageError.
+
+    Every file gets the configuration nearest to it (or ``--config``), and the
+    command line on top; every configuration a file uses is validated before any
+    file is checked, so a bad one is a usage error, never a half-checked run."""
+    from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
     from lint_plugin.files import PathFilter, discover
-    from lint_plugin.selection import Layer, SelectorError, build_selection
+    from lint_plugin.selection import (
+        Layer,
+        PerFileSelection,
+        SelectorError,
+        build_selection,
+    )
 
     try:
+        fixed = None
         if args.no_config:
-            config = Config(root=os.path.abspath("."))
+            fixed = Config(root=os.path.abspath("."))
         elif args.config:
-            config = load_config(args.config)
-        else:
-            config = discover_config(args.paths[0] if args.paths else ".")
+            fixed = load_config(args.config)
     except ConfigError as error:
         raise UsageError(str(error)) from None
+    resolver = ConfigResolver(fixed)
+    command_line = Layer(args.select, args.extend_select or (), args.ignore or ())
+    cli_per_file = (
+        None
+        if args.per_file_ignores is None
+        else _per_file_ignores(args.per_file_ignores)
+    )
 
-    origin = f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
-    layers = [
-        Layer(config.select, config.extend_select, config.ignore, origin),
-        Layer(args.select, args.extend_select or (), args.ignore or ()),
-    ]
-    if args.per_file_ignores is not None:  # the command line beats the configuration
-        per_file, per_file_origin = (
-            _per_file_ignores(args.per_file_ignores),
-            "--per-file-ignores",
-        )
-    else:
-        per_file, per_file_origin = (
-            config.per_file_ignores,
-            f"{origin} per-file-ignores",
-        )
+    def selection_for(path: str):
+        config = resolver.for_path(path)
+        layers = [
+            Layer(config.select, config.extend_select, config.ignore, _origin(config)),
+            command_line,
+        ]
+        if cli_per_file is not None:  # the command line beats the configuration
+            per_file, origin = cli_per_file, "--per-file-ignores"
+        else:
+            per_file = config.per_file_ignores
+            origin = f"{_origin(config)} per-file-ignores"
+        return build_selection(layers, per_file, config.root, per_file_origin=origin)
+
+    filters: dict[object, PathFilter] = {}
+
+    def filter_for(path: str) -> PathFilter:
+        config = resolver.for_path(path)
+        if config.path not in filters:
+            base = config.exclusions()
+            if args.exclude is not None:
+                base = (*args.exclude, *config.extend_exclude)
+            filters[config.path] = PathFilter(
+                config.root,
+                config.include,
+                (*base, *(args.extend_exclude or ())),
+                config.respect_gitignore
+                if args.respect_gitignore is None
+                else args.respect_gitignore,
+                config.force_exclude,
+            )
+        return filters[config.path]
+
+    selection = PerFileSelection(selection_for, lambda p: resolver.for_path(p).path)
     try:
-        selection = build_selection(
-            layers, per_file, config.root, per_file_origin=per_file_origin
-        )
-    except SelectorError as error:
+        run_config = resolver.for_path(".")
+        selection.for_path(".")  # a typo on the command line fails even with no file
+        found = discover(args.paths, filter_for, force_exclude=args.force_exclude)
+        for path in found.files:
+            selection.for_path(path)  # every configuration in use, validated now
+    except (ConfigError, SelectorError) as error:
         raise UsageError(str(error)) from None
+    return Plan(found.files, found.errors, selection, run_config, resolver, filter_for)
 
-    force_exclude = (
-        config.force_exclude if args.force_exclude is None else args.force_exclude
-    )
-    found = discover(
-        args.paths,
-        PathFilter(config.root, config.include, config.exclude),
-        force_exclude=force_exclude,
-    )
-    return Plan(found.files, found.errors, selection, config)
+
+def show_settings(plan: Plan, path: str) -> int:
+    """``--show-settings FILE``: what applies to FILE, one ``key = value`` a line."""
+    config = plan.resolver.for_path(path)
+    path_filter = plan.filter_for(path)
+    selection = plan.selection.for_path(path)
+    codes = selection.codes_for(path)
+    lines = [
+        f"Resolved settings for: {os.path.abspath(path)}",
+        f"Settings path: {config.path and os.path.abspath(config.path)}",
+        f"root = {config.root}",
+        f"enabled = {sorted(selection.enabled)}",
+        f"reported = {sorted(codes)}",
+        f"per-file-ignored = {sorted(selection.enabled - codes)}",
+        f"include = {list(path_filter.include)}",
+        f"exclude = {list(path_filter.exclude)}",
+        f"excluded-when-walking = {path_filter.is_excluded(path)}",
+        f"force-exclude = {path_filter.force_exclude}",
+        f"respect-gitignore = {path_filter.respect_gitignore}",
+        f"output-format = {plan.config.output_format or 'text'}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 # --- check ------------------------------------------------------------------------
@@ -203,6 +286,11 @@ def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
         "--add-noqa",
         action="store_true",
         help="add `# noqa: CODE` to every reported row, then exit 0",
+    )
+    parser.add_argument(
+        "--show-settings",
+        metavar="FILE",
+        help="print the settings that apply to FILE, then exit",
     )
     parser.set_defaults(handler=run_check)
 
@@ -242,6 +330,9 @@ def _add_noqa(result: CheckResult) -> int:
 def run_check(args: argparse.Namespace) -> int:
     from lint_plugin.check import check_files
 
+    if args.show_settings:
+        args.paths = [args.show_settings]
+        return show_settings(load_plan(args), args.show_settings)
     plan = load_plan(args)
     if not plan.files and not plan.errors:
         _warning("No Python files found under the given path(s)")
