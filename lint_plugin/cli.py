@@ -160,14 +160,14 @@ def _origin(config: Config) -> str:
     return f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
 
 
-def load_plan(args: argparse.Namespace) -> Plan:
+def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     """Configuration, selection and files for ``args``; raises UsageError.
 
     Every file gets the configuration nearest to it (or ``--config``), and the
     command line on top; every configuration a file uses is validated before any
     file is checked, so a bad one is a usage error, never a half-checked run."""
     from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
-    from lint_plugin.files import PathFilter, discover
+    from lint_plugin.files import Discovery, PathFilter, discover
     from lint_plugin.selection import (
         Layer,
         PerFileSelection,
@@ -227,7 +227,11 @@ def load_plan(args: argparse.Namespace) -> Plan:
     try:
         run_config = resolver.for_path(".")
         selection.for_path(".")  # a typo on the command line fails even with no file
-        found = discover(args.paths, filter_for, force_exclude=args.force_exclude)
+        found = (
+            discover(args.paths, filter_for, force_exclude=args.force_exclude)
+            if discover_files
+            else Discovery()
+        )
         for path in found.files:
             selection.for_path(path)  # every configuration in use, validated now
     except (ConfigError, SelectorError) as error:
@@ -292,6 +296,49 @@ def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="print the settings that apply to FILE, then exit",
     )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print the findings and nothing else (no summary, no warnings)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output-file",
+        metavar="FILE",
+        help="write the report to FILE instead of standard output",
+    )
+    parser.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="say under each finding what its fix does",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text formats (auto: on a terminal, unless NO_COLOR is set)",
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="with PATH `-`: read the source from standard input and report it "
+        "(and resolve its configuration) as NAME",
+    )
+    fixing = parser.add_argument_group("fixing (as `draft-kv-lint fix`)")
+    fixing.add_argument(
+        "--fix", action="store_true", help="apply the fixes: same as `fix`"
+    )
+    fixing.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a diff, write nothing: same as `fix --diff`",
+    )
+    fixing.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix/--diff, also the fixes that change allocations (KVI003)",
+    )
     parser.set_defaults(handler=run_check)
 
 
@@ -327,16 +374,64 @@ def _add_noqa(result: CheckResult) -> int:
     return 0
 
 
+def _use_color(choice: str, stream) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
+    from lint_plugin.check import CheckResult, FileReport, check_bytes
+    from lint_plugin.findings import FileError
+    from lint_plugin.scan import SourceError
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    result = CheckResult(files_checked=1)
+    try:
+        findings = check_bytes(data, name, plan.selection)
+    except SourceError as error:
+        result.errors.append(FileError(name, str(error)))
+        return result
+    if findings:
+        result.reports.append(FileReport(name, data, findings))
+    return result
+
+
 def run_check(args: argparse.Namespace) -> int:
     from lint_plugin.check import check_files
 
+    stdin = args.paths == ["-"]
+    if "-" in args.paths and not stdin:
+        raise UsageError("check: `-` (standard input) must be the only PATH")
+    if args.stdin_filename and not stdin:
+        raise UsageError("check: --stdin-filename needs the PATH `-`")
+    if args.fix or args.diff:
+        if stdin:
+            raise UsageError("check: --fix/--diff do not read standard input")
+        if args.add_noqa:
+            raise UsageError("check: --add-noqa cannot be combined with --fix/--diff")
+        args.check = False
+        args.helpers_module = None
+        return run_fix_command(args)
     if args.show_settings:
         args.paths = [args.show_settings]
         return show_settings(load_plan(args), args.show_settings)
-    plan = load_plan(args)
-    if not plan.files and not plan.errors:
-        _warning("No Python files found under the given path(s)")
-    result = check_files(plan.files, plan.selection)
+    if stdin:
+        if args.add_noqa:
+            raise UsageError("check: --add-noqa cannot write to standard input")
+        args.paths = [args.stdin_filename or "."]
+        plan = load_plan(args, discover_files=False)
+        result = _check_stdin(args, plan)
+    else:
+        plan = load_plan(args)
+        if not plan.files and not plan.errors and not args.quiet:
+            _warning("No Python files found under the given path(s)")
+        result = check_files(plan.files, plan.selection)
     errors = plan.errors + result.errors
     _print_file_errors(errors)
     _print_file_errors(result.crashes)
@@ -347,20 +442,43 @@ def run_check(args: argparse.Namespace) -> int:
 
     output_format = args.output_format or plan.config.output_format or "text"
     findings = result.findings
+    sources = {report.path: report.data for report in result.reports}
     if args.statistics:
         from lint_plugin.output import statistics
 
-        if output_format == "json":
-            sys.stdout.write(statistics.render_json(findings))
+        if output_format in ("json", "json-lines"):
+            report = statistics.render_json(findings)
         else:
             from lint_plugin.output.text import summary
 
-            sys.stdout.write(statistics.render_text(findings))
-            sys.stdout.write("\n".join(summary(findings, len(errors))) + "\n")
+            report = statistics.render_text(findings)
+            if not args.quiet:
+                report += "\n".join(summary(findings, len(errors))) + "\n"
+    elif output_format in ("text", "concise", "full"):
+        from lint_plugin.output import text
+
+        report = text.render(
+            findings,
+            len(errors),
+            sources=sources if output_format == "full" else None,
+            show_fixes=args.show_fixes or output_format == "full",
+            color=not args.output_file and _use_color(args.color, sys.stdout),
+            quiet=args.quiet,
+        )
     else:
         from lint_plugin.output import render
 
-        sys.stdout.write(render(output_format, findings, len(errors)))
+        report = render(output_format, findings, len(errors), sources=sources)
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as handle:
+                handle.write(report)
+        except OSError as error:
+            raise UsageError(
+                f"--output-file {args.output_file}: {error.strerror or error}"
+            ) from None
+    else:
+        sys.stdout.write(report)
 
     if result.crashes:
         return 2
@@ -467,13 +585,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check_parser(subparsers)
     add_fix_parser(subparsers)
     _add_rule_parser(subparsers)
+    _SUBPARSERS.clear()
+    _SUBPARSERS.update(subparsers.choices)
     return parser
+
+
+# The subcommands' parsers, by name, for usage errors (set by build_parser).
+_SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # Reported by the subcommand's own parser, so its usage is printed.
+            subparser = _SUBPARSERS.get(getattr(args, "command", None), parser)
+            subparser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exit_:  # argparse already printed the usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
     if args.command is None:

@@ -4,9 +4,12 @@
 Keys and shapes as ruff writes them: ``cell`` (null: no notebooks), ``code``,
 ``end_location``/``location`` (``{column, row}``, 1-based), ``filename`` (absolute),
 ``fix`` (null or ``{applicability, edits: [{content, end_location, location}],
-message}``), ``message``, ``noqa_row`` (the row a ``# noqa`` must be on; null for
-syntax errors, which cannot be suppressed), ``url``. Sorted by file and position; an
-empty run prints ``[]``.
+message}``; the edits are complete: a helper call's fix carries the import too),
+``message``, ``name`` (the rule's kebab-case name), ``noqa_row`` (where ``--add-noqa``
+would write; null for syntax errors, which cannot be suppressed), ``severity``,
+``url`` (null: no public docs page is known, see ``output.rule_url``). Sorted by file
+and position; an empty run prints ``[]``. ``json-lines`` writes the same objects one
+per line.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 from collections.abc import Sequence
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.output import rule_url
+from lint_plugin.output import rule_name, rule_url, severity
 
 
 def _location(row: int, column: int) -> dict[str, int]:
@@ -46,7 +49,9 @@ def finding_to_dict(finding: Finding) -> dict[str, object]:
         "fix": fix,
         "location": _location(finding.row, finding.column),
         "message": finding.message,
+        "name": rule_name(finding.code),
         "noqa_row": None if finding.code == SYNTAX_ERROR_CODE else finding.row,
+        "severity": severity(finding.code),
         "url": rule_url(finding.code),
     }
 
@@ -54,3 +59,10 @@ def finding_to_dict(finding: Finding) -> dict[str, object]:
 def render(findings: Sequence[Finding]) -> str:
     ordered = sorted(findings, key=lambda f: f.sort_key)
     return json.dumps([finding_to_dict(f) for f in ordered], indent=2) + "\n"
+
+
+def render_lines(findings: Sequence[Finding]) -> str:
+    ordered = sorted(findings, key=lambda f: f.sort_key)
+    return "".join(
+        json.dumps(finding_to_dict(f), separators=(",", ":")) + "\n" for f in ordered
+    )
