@@ -11,7 +11,8 @@ Rules, in ruff's spirit:
   ``DEFAULT_EXCLUDE``; ``exclude`` replaces it, ``extend-exclude`` adds to it, on the
   command line or in the configuration of the folder being walked), and what git
   ignores (``.gitignore`` files and ``.git/info/exclude`` of the enclosing work tree;
-  ``--no-respect-gitignore`` or ``respect-gitignore = false`` turns that off). When
+  ``--no-respect-gitignore`` or ``respect-gitignore = false`` turns that off; a
+  folder named on the command line is walked even if git ignores it). When
   ``include`` is configured, a discovered file must also match one of its patterns.
 * Patterns follow gitignore/ruff semantics (``globs``): a bare name matches at any
   depth, a pattern with ``/`` is anchored to its configuration's folder, ``**``
@@ -82,8 +83,8 @@ class PathFilter:
 
         return relative_posix(path, self.root)
 
-    def is_excluded(self, path: str, is_dir: bool = False) -> bool:
-        return self._exclude.matches(path, is_dir)
+    def is_excluded(self, path: str, is_dir: bool = False, own: bool = False) -> bool:
+        return self._exclude.matches(path, is_dir, own)
 
     def is_included(self, path: str) -> bool:
         return not self.include or self._include.matches(path)
@@ -162,6 +163,8 @@ class _Walker:
         # scandir, not os.walk: its entries know file from folder without another
         # stat, which is most of the cost on a tree of thousands of files.
         gitignore = self._gitignore(os.path.abspath(top))
+        if gitignore is not None and gitignore.ignores(top, True):
+            gitignore = None  # an ignored folder named explicitly: walk all of it
         pending = [top]
         while pending:
             folder = pending.pop()
@@ -183,14 +186,16 @@ class _Walker:
                     # Symbolic links to folders are not followed (they land below).
                     if (
                         not is_skipped_folder(path)
-                        and not path_filter.is_excluded(path, True)
+                        and not path_filter.is_excluded(path, True, own=True)
                         and not (ignored and ignored.ignores(path, True))
                     ):
                         subfolders.append(path)
                     continue
                 if not entry.name.endswith(PYTHON_SUFFIXES):
                     continue
-                if path_filter.is_excluded(path) or not path_filter.is_included(path):
+                if path_filter.is_excluded(path, own=True):
+                    continue
+                if not path_filter.is_included(path):
                     continue
                 if ignored and ignored.ignores(path):
                     continue

@@ -61,8 +61,10 @@ class PatternList:
 
         self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
 
-    def matches(self, path: str, is_dir: bool = False) -> bool:
-        """Does the list exclude ``path`` (a folder when ``is_dir``)?"""
+    def matches(self, path: str, is_dir: bool = False, own: bool = False) -> bool:
+        """Does the list exclude ``path`` (a folder when ``is_dir``)? ``own``: a
+        name must match the path itself, not a folder above it (a walk prunes
+        matched folders itself, and a folder named explicitly is walked)."""
         if not self.patterns:
             return False
         if not self._compiled:
@@ -75,6 +77,8 @@ class PatternList:
             *folders, last = parts
             if last in self._names or (is_dir and last in self._dir_names):
                 return True
+            if own:
+                return False
             return any(p in self._names or p in self._dir_names for p in folders)
         relative = relative_posix(path, self.root)
         if relative is None:  # outside the root: only name patterns can apply

@@ -175,3 +175,13 @@ def test_named_files_import_no_glob_library(tree):
     )
     # The table is read (tomllib), but no pattern needed pathspec.
     assert result.stdout.splitlines()[-1] == "False True 0"
+
+
+def test_an_ignored_folder_named_explicitly_is_walked(tree, run, fake_engine):
+    (tree / ".git").mkdir()
+    write(tree / ".gitignore", ".cache/\n")
+    write(tree / ".cache" / "pkg" / "a.py", "x = kvi001_here\n")
+    write(tree / ".cache" / "pkg" / "build" / "b.py", "x = kvi001_here\n")
+    assert findings(run("check")) == []
+    walked = {line.split(":")[0] for line in findings(run("check", ".cache/pkg"))}
+    assert walked == {".cache/pkg/a.py"}  # its build/ is still the default skip
