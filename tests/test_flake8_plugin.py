@@ -119,3 +119,15 @@ def test_flake8_and_check_agree_on_every_spelling(
         (f["location"]["row"], f["location"]["column"], f["code"]) for f in reported
     ]
     assert found == flake8(path)
+
+
+def test_disable_noqa_turns_off_both_passes(tmp_path: Path) -> None:
+    path = tmp_path / "backend.py"
+    path.write_text(_site("# noqa: KVI001"))
+    assert flake8(path) == []
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--disable-noqa", "--format", "%(row)d|%(code)s", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.stdout.split() == ["3|KVI001"]  # no KVI100 either
