@@ -448,3 +448,15 @@ def remove_unused_directives(
             line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
         )
     return "".join(p + e for p, e in zip(pieces, endings, strict=True)), unused
+
+
+def noqa_rows(findings: Sequence[Finding], source: str) -> list[int | None]:
+    """ruff's ``noqa_row`` for each finding: the row ``--add-noqa`` writes its
+    directive on (None for E999, which no directive suppresses)."""
+    text = _strip_bom(source)[1]
+    suppressions = parse_suppressions(text)
+    suppressions.lines = _NEWLINE.split(text)
+    return [
+        None if f.code == SYNTAX_ERROR_CODE else (_placement(suppressions, f) or f.row)
+        for f in findings
+    ]

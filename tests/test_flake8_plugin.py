@@ -131,3 +131,32 @@ def test_disable_noqa_turns_off_both_passes(tmp_path: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.stdout.split() == ["3|KVI001"]  # no KVI100 either
+
+
+STRING_CLOSES_THE_ROW = (
+    "class XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i):\n"
+    '        return seq_lens_sum * self.topk + bs * (i + 1) + len("""\n'
+    'text""")\n'
+)
+
+
+def test_a_site_on_a_row_that_opens_a_string(tmp_path: Path, capsys, monkeypatch):
+    """The site's row ends inside a string: the directive goes on the statement's
+    last row (JSON's noqa_row says so), once; check and flake8 then agree."""
+    import json
+
+    from lint_plugin.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "backend.py"
+    path.write_text(STRING_CLOSES_THE_ROW)
+    main(["check", "--no-config", "--output-format", "json", "backend.py"])
+    (finding,) = json.loads(capsys.readouterr().out)
+    assert (finding["location"]["row"], finding["noqa_row"]) == (3, 4)
+    for _ in range(2):
+        assert main(["check", "--no-config", "--add-noqa", "backend.py"]) == 0
+    assert path.read_text().count("# noqa: KVI001") == 1
+    assert path.read_text().splitlines()[3].endswith('""")  # noqa: KVI001')
+    assert main(["check", "--no-config", "backend.py"]) == 0
+    assert flake8(path) == []

@@ -92,11 +92,11 @@ def render(
     if output_format == "json":
         from lint_plugin.output import json_format
 
-        return json_format.render(findings)
+        return json_format.render(findings, sources)
     if output_format == "json-lines":
         from lint_plugin.output import json_format
 
-        return json_format.render_lines(findings)
+        return json_format.render_lines(findings, sources)
     if output_format == "github":
         from lint_plugin.output import github
 

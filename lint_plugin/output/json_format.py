@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.output import rule_name, rule_url, severity
@@ -26,7 +26,7 @@ def _location(row: int, column: int) -> dict[str, int]:
     return {"column": column, "row": row}
 
 
-def finding_to_dict(finding: Finding) -> dict[str, object]:
+def finding_to_dict(finding: Finding, noqa_row: int | None = None) -> dict[str, object]:
     fix = None
     if finding.fix is not None:
         fix = {
@@ -50,19 +50,54 @@ def finding_to_dict(finding: Finding) -> dict[str, object]:
         "location": _location(finding.row, finding.column),
         "message": finding.message,
         "name": rule_name(finding.code),
-        "noqa_row": None if finding.code == SYNTAX_ERROR_CODE else finding.row,
+        "noqa_row": None
+        if finding.code == SYNTAX_ERROR_CODE
+        else (noqa_row or finding.row),
         "severity": severity(finding.code),
         "url": rule_url(finding.code),
     }
 
 
-def render(findings: Sequence[Finding]) -> str:
-    ordered = sorted(findings, key=lambda f: f.sort_key)
-    return json.dumps([finding_to_dict(f) for f in ordered], indent=2) + "\n"
+def _noqa_rows(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None
+) -> list[int | None]:
+    """Where ``--add-noqa`` would write each directive (needs the file's text)."""
+    rows: list[int | None] = [None] * len(findings)
+    if not sources:
+        return rows
+    from lint_plugin.noqa import noqa_rows
+
+    by_path: dict[str, list[int]] = {}
+    for index, finding in enumerate(findings):
+        by_path.setdefault(finding.path, []).append(index)
+    for path, indexes in by_path.items():
+        data = sources.get(path)
+        if data is None:
+            continue
+        text = data.decode("utf-8-sig", errors="replace")
+        for index, row in zip(
+            indexes, noqa_rows([findings[i] for i in indexes], text), strict=True
+        ):
+            rows[index] = row
+    return rows
 
 
-def render_lines(findings: Sequence[Finding]) -> str:
+def _dicts(findings, sources) -> list[dict[str, object]]:
     ordered = sorted(findings, key=lambda f: f.sort_key)
+    rows = _noqa_rows(ordered, sources)
+    return [finding_to_dict(f, row) for f, row in zip(ordered, rows, strict=True)]
+
+
+def render(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None = None
+) -> str:
+    return json.dumps(_dicts(findings, sources), indent=2) + "\n"
+
+
+def render_lines(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None = None
+) -> str:
     return "".join(
-        json.dumps(finding_to_dict(f), separators=(",", ":")) + "\n" for f in ordered
+        json.dumps(item, separators=(",", ":")) + "\n"
+        for item in _dicts(findings, sources)
     )
