@@ -402,6 +402,50 @@ def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
     return result
 
 
+def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
+    """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
+    with it), the original when nothing could be fixed; ``--diff``: the diff."""
+    import difflib
+
+    from lint_plugin.findings import FileError
+    from lint_plugin.rewrite import (
+        DEFAULT_HELPERS_MODULE,
+        Options,
+        RewriteRefused,
+        rewrite_text,
+    )
+    from lint_plugin.scan import SourceError, decode
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    selection = plan.selection
+    options = Options(
+        unsafe_fixes=args.unsafe_fixes,
+        helpers_module=DEFAULT_HELPERS_MODULE,
+        selected=lambda f: selection.is_reported(f.code, name),
+    )
+    try:
+        text = decode(data)
+        after = rewrite_text(text, name, options).text
+    except (SourceError, SyntaxError, RewriteRefused) as error:
+        print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
+        if not args.diff:
+            sys.stdout.buffer.write(data)
+        return 1
+    if args.diff:
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                text.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"a/{name}",
+                tofile=f"b/{name}",
+            )
+        )
+        return 1 if after != text else 0
+    sys.stdout.write(after)
+    return 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     from lint_plugin.check import check_files
 
@@ -412,7 +456,8 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError("check: --stdin-filename needs the PATH `-`")
     if args.fix or args.diff:
         if stdin:
-            raise UsageError("check: --fix/--diff do not read standard input")
+            args.paths = [args.stdin_filename or "."]
+            return _fix_stdin(args, load_plan(args, discover_files=False))
         if args.add_noqa:
             raise UsageError("check: --add-noqa cannot be combined with --fix/--diff")
         args.check = False

@@ -136,3 +136,24 @@ def test_a_usage_error_prints_the_subcommands_usage(tree, run, argv, usage):
 def test_contradictory_options_are_usage_errors(tree, run, argv):
     result = run(*argv)
     assert result.status == 2 and result.err.count("\n") == 1
+
+
+def test_stdin_fix_prints_the_fixed_source(tree, run, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(REAL.encode())))
+    result = run("check", "--fix", "--stdin-filename", "pkg/backend.py", "-")
+    assert result.status == 0
+    assert "return draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)" in (
+        result.out
+    )
+    assert "from sglang.srt.speculative.spec_utils import" in result.out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(REAL.encode())))
+    diff = run("check", "--diff", "-")
+    assert diff.status == 1 and diff.out.startswith("--- a/-\n+++ b/-\n")
+
+
+def test_stdin_fix_of_a_broken_source_echoes_it_and_exits_1(tree, run, monkeypatch):
+    broken = REAL + "def f(:\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.encode())))
+    result = run("check", "--fix", "-")
+    assert (result.status, result.out) == (1, broken)
+    assert result.err.startswith("-: error: left unchanged: ")
