@@ -141,6 +141,14 @@ def _string_list(value: object, path: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_globs(patterns: tuple[str, ...], path: str, key: str) -> None:
+    from lint_plugin.globs import invalid_patterns
+
+    bad = invalid_patterns(tuple(patterns))
+    if bad:
+        raise ConfigError(f"{path}: [tool.{TABLE}] {key}: invalid glob {bad[0]!r}")
+
+
 def parse_table(table: object, path: str) -> Config:
     """Validate the table's keys and types; the error names the file and the key."""
     if not isinstance(table, dict):
@@ -155,6 +163,8 @@ def parse_table(table: object, path: str) -> Config:
     lists = {
         key: _string_list(table[key], path, key) for key in _LIST_KEYS if key in table
     }
+    for key in ("include", "exclude", "extend-exclude"):
+        _check_globs(lists.get(key, ()), path, key)
 
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
@@ -166,6 +176,7 @@ def parse_table(table: object, path: str) -> Config:
         (pattern, _string_list(codes, path, f"per-file-ignores.{pattern!r}"))
         for pattern, codes in per_file.items()
     )
+    _check_globs(tuple(per_file), path, "per-file-ignores")
 
     for key in _BOOL_KEYS:
         if not isinstance(table.get(key, False), bool):

@@ -59,7 +59,13 @@ class PatternList:
             return
         import pathspec
 
-        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        try:
+            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        except ValueError:
+            # git skips a line it cannot read; so does a .gitignore here. In the
+            # configuration, check_patterns() reports it first.
+            valid = [p for p in self.patterns if _valid(p)]
+            self._spec = pathspec.GitIgnoreSpec.from_lines(valid)
 
     def matches(self, path: str, is_dir: bool = False, own: bool = False) -> bool:
         """Does the list exclude ``path`` (a folder when ``is_dir``)? ``own``: a
@@ -86,6 +92,23 @@ class PatternList:
         if relative in ("", "."):
             return False
         return bool(self._spec.match_file(relative + ("/" if is_dir else "")))
+
+
+def _valid(pattern: str) -> bool:
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError:
+        return False
+    return True
+
+
+def invalid_patterns(patterns: tuple[str, ...]) -> list[str]:
+    """The patterns gitignore's grammar rejects (``!`` alone, a lone ``\\``)."""
+    if all(_plain(p) for p in patterns):
+        return []
+    return [p for p in patterns if not _valid(p.removeprefix("!") or "!")]
 
 
 def key_matches(pattern: str, path: str, root: str) -> bool:

@@ -185,3 +185,18 @@ def test_an_ignored_folder_named_explicitly_is_walked(tree, run, fake_engine):
     assert findings(run("check")) == []
     walked = {line.split(":")[0] for line in findings(run("check", ".cache/pkg"))}
     assert walked == {".cache/pkg/a.py"}  # its build/ is still the default skip
+
+
+def test_an_invalid_glob_in_the_table_is_a_usage_error(tree, run, fake_engine):
+    table(tree / "pyproject.toml", 'extend-exclude = ["src/*", "\\\\"]')
+    write(tree / "a.py", "x = kvi001_here\n")
+    result = run("check")
+    assert result.status == 2 and "extend-exclude: invalid glob" in result.err
+
+
+def test_a_gitignore_line_git_cannot_read_is_skipped(tree, run, fake_engine):
+    (tree / ".git").mkdir()
+    write(tree / ".gitignore", "!\ngenerated/\n")
+    write(tree / "generated" / "g.py", "x = kvi001_here\n")
+    write(tree / "a.py", "x = kvi001_here\n")
+    assert {line.split(":")[0] for line in findings(run("check"))} == {"a.py"}
