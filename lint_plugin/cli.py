@@ -16,8 +16,13 @@ Exit status, as ruff documents it for ``ruff check``:
 
 Text output ends with ruff's summary on stdout: ``All checks passed!`` on a clean
 run, else ``Found N errors.`` (unreadable files included) and ``[*] M fixable with
-`draft-kv-lint fix`.``. ``--add-noqa`` prints ``Added N noqa directives.`` on
-stderr, as ruff does.
+`draft-kv-lint fix`.`` (``--quiet``: findings only). ``--add-noqa`` prints ``Added N
+noqa directives.`` on stderr, as ruff does. ``check --fix``/``--diff`` run ``fix``;
+``check -`` reads standard input (``--stdin-filename`` names it). A usage error is
+reported by the subcommand's own parser, with its usage.
+
+Every file gets the configuration nearest to it (``config.ConfigResolver``) with
+the command line on top; see ``load_plan``.
 
 Startup time matters (pre-commit runs this on every commit): only argparse is
 imported up front; json, tomllib, the rule catalogue and the engine are imported
