@@ -147,7 +147,10 @@ class Suppressions:
     """The directives of one file and what they suppress."""
 
     lines: list[str] = field(default_factory=list)
-    rows: dict[int, Directive] = field(default_factory=dict)
+    # Every match on a row: flake8 reads only the first (which may sit in a
+    # string), a person's comment may come after it; honouring all keeps this a
+    # superset of flake8's reading.
+    rows: dict[int, tuple[Directive, ...]] = field(default_factory=dict)
     file_all: bool = False
     file_codes: frozenset[str] = frozenset()
     _layout: _Layout | None = None
@@ -169,17 +172,23 @@ class Suppressions:
     def directive_for(self, finding: Finding) -> Directive | None:
         """The directive that suppresses ``finding``: on its own row, else the
         first one of its statement that covers it."""
-        own = self.rows.get(finding.row)
-        if own is not None and own.covers(finding.code):
-            return own
-        if not any(d.covers(finding.code) for d in self.rows.values()):
+        for directive in self.rows.get(finding.row, ()):
+            if directive.covers(finding.code):
+                return directive
+        if not any(d.covers(finding.code) for row in self.rows.values() for d in row):
             return None  # no need to tokenize
         first, last = self.span(finding)
         for row in range(first, last + 1):
-            directive = self.rows.get(row)
-            if directive is not None and directive.covers(finding.code):
-                return directive
+            for directive in self.rows.get(row, ()):
+                if directive.covers(finding.code):
+                    return directive
         return None
+
+    def in_comment(self, directive: Directive) -> bool:
+        """Is the directive's text in a comment (not in a string)?"""
+        layout = self.layout
+        column = layout.comment_columns.get(directive.row)
+        return layout.ok and column is not None and column <= directive.start
 
     def file_suppresses(self, code: str) -> bool:
         return self.file_all or _covered(code, self.file_codes)
@@ -212,15 +221,18 @@ def parse_suppressions(source: str) -> Suppressions:
             else:
                 found.file_codes |= frozenset(c.upper() for c in codes)
             continue
-        match = _INLINE.search(line)
-        if match:
-            found.rows[row] = Directive(
+        directives = tuple(
+            Directive(
                 row,
                 match.start(),
                 match.end(),
                 _codes(match.group("codes")),
                 match.start("codes") if match.group("codes") else -1,
             )
+            for match in _INLINE.finditer(line)
+        )
+        if directives:
+            found.rows[row] = directives
     return found
 
 
@@ -246,7 +258,7 @@ def review(findings: Sequence[Finding], source: str, path: str) -> list[Finding]
     if not (suppressions.rows or suppressions.file_all or suppressions.file_codes):
         return list(findings)
     kept: list[Finding] = []
-    used: dict[int, set[str]] = {}
+    used: dict[tuple[int, int], set[str]] = {}
     for finding in findings:
         if finding.code == SYNTAX_ERROR_CODE:
             kept.append(finding)
@@ -257,7 +269,7 @@ def review(findings: Sequence[Finding], source: str, path: str) -> list[Finding]
         if directive is None:
             kept.append(finding)
         elif directive.codes is not None:
-            used.setdefault(directive.row, set()).update(
+            used.setdefault((directive.row, directive.start), set()).update(
                 code for code in directive.codes if _covered(finding.code, (code,))
             )
     if any(f.code == SYNTAX_ERROR_CODE for f in findings):
@@ -269,22 +281,23 @@ def review(findings: Sequence[Finding], source: str, path: str) -> list[Finding]
 
 
 def _unused(
-    suppressions: Suppressions, used: Mapping[int, set[str]], path: str
+    suppressions: Suppressions, used: Mapping[tuple[int, int], set[str]], path: str
 ) -> list[Finding]:
     from lint_plugin.rules import RULES
 
     findings = []
-    for row, directive in sorted(suppressions.rows.items()):
-        own = directive.own_codes()
+    directives = [
+        d for row in sorted(suppressions.rows) for d in suppressions.rows[row]
+    ]
+    for directive in directives:
+        row = directive.row
+        taken = used.get((row, directive.start), set())
         unused = [
-            c for c in own if c not in used.get(row, ()) and c != UNUSED_NOQA_CODE
+            c for c in directive.own_codes() if c not in taken and c != UNUSED_NOQA_CODE
         ]
-        if not unused:
-            continue
-        layout = suppressions.layout
-        column = layout.comment_columns.get(row)
-        if not layout.ok or column is None or column > directive.start:
-            continue  # the directive's text is inside a string: nothing to remove
+        if not unused or not suppressions.in_comment(directive):
+            continue  # used, or its text is inside a string: nothing to remove
+        column = suppressions.layout.comment_columns[row]
         line = suppressions.lines[row - 1]
         unknown = [c for c in unused if c not in RULES]
         detail = ", ".join(f"`{c}`" for c in unused)
@@ -367,7 +380,7 @@ def add_noqa(
     pieces = _NEWLINE.split(text)
     endings = [*_NEWLINE.findall(text), ""]
     suppressions = parse_suppressions(text)
-    suppressions.lines = pieces
+    suppressions.lines = list(pieces)  # the layout is read before any edit
     result = NoqaEdit(source, 0)
     by_row: dict[int, set[str]] = {}
     skipped: set[int] = set()
@@ -386,7 +399,10 @@ def add_noqa(
         by_row.setdefault(row, set()).add(code)
     for row, codes in sorted(by_row.items()):
         line = pieces[row - 1]
-        existing = suppressions.rows.get(row)
+        existing = next(
+            (d for d in suppressions.rows.get(row, ()) if suppressions.in_comment(d)),
+            None,
+        )
         if existing is None:
             pieces[row - 1] = line.rstrip() + "  " + _format(codes)
         elif existing.codes is None:
