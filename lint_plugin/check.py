@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from lint_plugin.files import read_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
-from lint_plugin.noqa import apply_noqa
+from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.selection import Selection
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 
@@ -50,14 +50,15 @@ def check_bytes(
     from lint_plugin import scan
 
     findings = scan.check_source(data, path, settings)
+    if not findings and not may_hold_own_directive(data):
+        return []  # nothing found and no KVI directive to judge (KVI100)
+    # Directives first, on every finding: whether a directive is used does not
+    # depend on --select (a directive for a switched-off rule is not churned).
+    findings = review(findings, scan.decode(data), path)
     if not findings:
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
-    findings = [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
-    if not findings:
-        return []
-    text = data.decode("utf-8", errors="replace")
-    return apply_noqa(findings, text)
+    return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
 
 
 # Below this many files a second process costs more than it saves (a fork and the

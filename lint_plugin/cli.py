@@ -16,8 +16,13 @@ Exit status, as ruff documents it for ``ruff check``:
 
 Text output ends with ruff's summary on stdout: ``All checks passed!`` on a clean
 run, else ``Found N errors.`` (unreadable files included) and ``[*] M fixable with
-`draft-kv-lint fix`.``. ``--add-noqa`` prints ``Added N noqa directives.`` on
-stderr, as ruff does.
+`draft-kv-lint fix`.`` (``--quiet``: findings only). ``--add-noqa`` prints ``Added N
+noqa directives.`` on stderr, as ruff does. ``check --fix``/``--diff`` run ``fix``;
+``check -`` reads standard input (``--stdin-filename`` names it). A usage error is
+reported by the subcommand's own parser, with its usage.
+
+Every file gets the configuration nearest to it (``config.ConfigResolver``) with
+the command line on top; see ``load_plan``.
 
 Startup time matters (pre-commit runs this on every commit): only argparse is
 imported up front; json, tomllib, the rule catalogue and the engine are imported
@@ -37,10 +42,13 @@ from lint_plugin import __version__
 from lint_plugin.prove import add_prove_parser
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
+    from collections.abc import Callable
+
     from lint_plugin.check import CheckResult
-    from lint_plugin.config import Config
+    from lint_plugin.config import Config, ConfigResolver
+    from lint_plugin.files import PathFilter
     from lint_plugin.findings import FileError
-    from lint_plugin.selection import Selection
+    from lint_plugin.selection import PerFileSelection
 
 PROG = "draft-kv-lint"
 
@@ -104,17 +112,41 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     config = parser.add_argument_group("configuration")
     config.add_argument(
         "--config",
-        metavar="PYPROJECT",
-        help="read [tool.draft-kv-lint] from this file instead of searching",
+        metavar="PATH",
+        help="use this pyproject.toml or .draft-kv-lint.toml for every file "
+        "instead of each file's nearest one",
     )
     config.add_argument(
-        "--no-config", action="store_true", help="ignore every pyproject.toml"
+        "--no-config", action="store_true", help="ignore every configuration file"
     )
-    config.add_argument(
+    files = parser.add_argument_group("file selection")
+    files.add_argument(
+        "--exclude",
+        metavar="PATTERNS",
+        type=_code_list,
+        action="extend",
+        help="skip these globs while walking folders (replaces the configured "
+        "exclude and the default list); comma-separated",
+    )
+    files.add_argument(
+        "--extend-exclude",
+        metavar="PATTERNS",
+        type=_code_list,
+        action="extend",
+        help="skip these globs too; comma-separated",
+    )
+    files.add_argument(
         "--force-exclude",
         action="store_true",
         default=None,
-        help="apply the configured exclude to files named on the command line too",
+        help="apply the exclusions to files named on the command line too",
+    )
+    files.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="also walk into what .gitignore files ignore",
     )
 
 
@@ -124,8 +156,10 @@ class Plan:
 
     files: list[str]
     errors: list[FileError]  # paths that could not be used
-    selection: Selection
-    config: Config
+    selection: PerFileSelection
+    config: Config  # the configuration of the current folder: run-wide settings
+    resolver: ConfigResolver
+    filter_for: Callable[[str], PathFilter]
 
 
 def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -141,53 +175,111 @@ def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
     return pairs
 
 
-def load_plan(args: argparse.Namespace) -> Plan:
-    """Configuration, selection and files for ``args``; raises UsageError."""
-    from lint_plugin.config import Config, ConfigError, discover_config, load_config
-    from lint_plugin.files import PathFilter, discover
-    from lint_plugin.selection import Layer, SelectorError, build_selection
+def _origin(config: Config) -> str:
+    return f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
+
+
+def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
+    """Configuration, selection and files for ``args``; raises UsageError.
+
+    Every file gets the configuration nearest to it (or ``--config``), and the
+    command line on top; every configuration a file uses is validated before any
+    file is checked, so a bad one is a usage error, never a half-checked run."""
+    from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
+    from lint_plugin.files import Discovery, PathFilter, discover
+    from lint_plugin.selection import (
+        Layer,
+        PerFileSelection,
+        SelectorError,
+        build_selection,
+    )
 
     try:
+        fixed = None
         if args.no_config:
-            config = Config(root=os.path.abspath("."))
+            fixed = Config(root=os.path.abspath("."))
         elif args.config:
-            config = load_config(args.config)
-        else:
-            config = discover_config(args.paths[0] if args.paths else ".")
+            fixed = load_config(args.config)
     except ConfigError as error:
         raise UsageError(str(error)) from None
+    resolver = ConfigResolver(fixed)
+    command_line = Layer(args.select, args.extend_select or (), args.ignore or ())
+    cli_per_file = (
+        None
+        if args.per_file_ignores is None
+        else _per_file_ignores(args.per_file_ignores)
+    )
 
-    origin = f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
-    layers = [
-        Layer(config.select, config.extend_select, config.ignore, origin),
-        Layer(args.select, args.extend_select or (), args.ignore or ()),
-    ]
-    if args.per_file_ignores is not None:  # the command line beats the configuration
-        per_file, per_file_origin = (
-            _per_file_ignores(args.per_file_ignores),
-            "--per-file-ignores",
-        )
-    else:
-        per_file, per_file_origin = (
-            config.per_file_ignores,
-            f"{origin} per-file-ignores",
-        )
+    def selection_for(path: str):
+        config = resolver.for_path(path)
+        layers = [
+            Layer(config.select, config.extend_select, config.ignore, _origin(config)),
+            command_line,
+        ]
+        if cli_per_file is not None:  # the command line beats the configuration
+            per_file, origin = cli_per_file, "--per-file-ignores"
+        else:
+            per_file = config.per_file_ignores
+            origin = f"{_origin(config)} per-file-ignores"
+        return build_selection(layers, per_file, config.root, per_file_origin=origin)
+
+    filters: dict[object, PathFilter] = {}
+
+    def filter_for(path: str) -> PathFilter:
+        config = resolver.for_path(path)
+        if config.path not in filters:
+            base = config.exclusions()
+            if args.exclude is not None:
+                base = (*args.exclude, *config.extend_exclude)
+            filters[config.path] = PathFilter(
+                config.root,
+                config.include,
+                (*base, *(args.extend_exclude or ())),
+                config.respect_gitignore
+                if args.respect_gitignore is None
+                else args.respect_gitignore,
+                config.force_exclude,
+            )
+        return filters[config.path]
+
+    selection = PerFileSelection(selection_for, lambda p: resolver.for_path(p).path)
     try:
-        selection = build_selection(
-            layers, per_file, config.root, per_file_origin=per_file_origin
+        run_config = resolver.for_path(".")
+        selection.for_path(".")  # a typo on the command line fails even with no file
+        found = (
+            discover(args.paths, filter_for, force_exclude=args.force_exclude)
+            if discover_files
+            else Discovery()
         )
-    except SelectorError as error:
+        for path in found.files:
+            selection.for_path(path)  # every configuration in use, validated now
+    except (ConfigError, SelectorError) as error:
         raise UsageError(str(error)) from None
+    return Plan(found.files, found.errors, selection, run_config, resolver, filter_for)
 
-    force_exclude = (
-        config.force_exclude if args.force_exclude is None else args.force_exclude
-    )
-    found = discover(
-        args.paths,
-        PathFilter(config.root, config.include, config.exclude),
-        force_exclude=force_exclude,
-    )
-    return Plan(found.files, found.errors, selection, config)
+
+def show_settings(plan: Plan, path: str) -> int:
+    """``--show-settings FILE``: what applies to FILE, one ``key = value`` a line."""
+    config = plan.resolver.for_path(path)
+    path_filter = plan.filter_for(path)
+    selection = plan.selection.for_path(path)
+    codes = selection.codes_for(path)
+    lines = [
+        f"Resolved settings for: {os.path.abspath(path)}",
+        f"Settings path: {config.path and os.path.abspath(config.path)}",
+        f"root = {config.root}",
+        f"enabled = {sorted(selection.enabled)}",
+        f"reported = {sorted(codes)}",
+        f"per-file-ignored = {sorted(selection.enabled - codes)}",
+        f"include = {list(path_filter.include)}",
+        f"exclude = {list(path_filter.exclude)}",
+        f"excluded-when-walking = {path_filter.is_excluded(path)}",
+        f"force-exclude = {path_filter.force_exclude}",
+        f"respect-gitignore = {path_filter.respect_gitignore}",
+        f"output-format = {plan.config.output_format or 'text'}",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 # --- check ------------------------------------------------------------------------
@@ -217,6 +309,54 @@ def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
         "--add-noqa",
         action="store_true",
         help="add `# noqa: CODE` to every reported row, then exit 0",
+    )
+    parser.add_argument(
+        "--show-settings",
+        metavar="FILE",
+        help="print the settings that apply to FILE, then exit",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print the findings and nothing else (no summary, no warnings)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output-file",
+        metavar="FILE",
+        help="write the report to FILE instead of standard output",
+    )
+    parser.add_argument(
+        "--show-fixes",
+        action="store_true",
+        help="say under each finding what its fix does",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text formats (auto: on a terminal, unless NO_COLOR is set)",
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="with PATH `-`: read the source from standard input and report it "
+        "(and resolve its configuration) as NAME",
+    )
+    fixing = parser.add_argument_group("fixing (as `draft-kv-lint fix`)")
+    fixing.add_argument(
+        "--fix", action="store_true", help="apply the fixes: same as `fix`"
+    )
+    fixing.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a diff, write nothing: same as `fix --diff`",
+    )
+    fixing.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --fix/--diff, also the fixes that change allocations (KVI003)",
     )
     parser.set_defaults(handler=run_check)
 
@@ -253,13 +393,106 @@ def _add_noqa(result: CheckResult) -> int:
     return 0
 
 
+def _use_color(choice: str, stream) -> bool:
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
+    from lint_plugin.check import CheckResult, FileReport, check_bytes
+    from lint_plugin.findings import FileError
+    from lint_plugin.scan import SourceError
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    result = CheckResult(files_checked=1)
+    try:
+        findings = check_bytes(data, name, plan.selection, _settings(args, plan))
+    except SourceError as error:
+        result.errors.append(FileError(name, str(error)))
+        return result
+    if findings:
+        result.reports.append(FileReport(name, data, findings))
+    return result
+
+
+def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
+    """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
+    with it), the original when nothing could be fixed; ``--diff``: the diff."""
+    import difflib
+
+    from lint_plugin.findings import FileError
+    from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
+    from lint_plugin.scan import SourceError, decode
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    selection = plan.selection
+    settings = _settings(args, plan)
+    options = Options(
+        unsafe_fixes=args.unsafe_fixes,
+        helpers_module=settings.helpers_module,
+        guard_module=settings.guard_module,
+        opt_in=settings.opt_in,
+        selected=lambda f: selection.is_reported(f.code, name),
+    )
+    try:
+        text = decode(data)
+        after = rewrite_text(text, name, options).text
+    except (SourceError, SyntaxError, RewriteRefused) as error:
+        print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
+        if not args.diff:
+            sys.stdout.buffer.write(data)
+        return 1
+    if args.diff:
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                text.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"a/{name}",
+                tofile=f"b/{name}",
+            )
+        )
+        return 1 if after != text else 0
+    sys.stdout.write(after)
+    return 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     from lint_plugin.check import check_files
 
-    plan = load_plan(args)
-    if not plan.files and not plan.errors:
-        _warning("No Python files found under the given path(s)")
-    result = check_files(plan.files, plan.selection, _settings(args, plan))
+    stdin = args.paths == ["-"]
+    if "-" in args.paths and not stdin:
+        raise UsageError("check: `-` (standard input) must be the only PATH")
+    if args.stdin_filename and not stdin:
+        raise UsageError("check: --stdin-filename needs the PATH `-`")
+    if args.fix or args.diff:
+        if stdin:
+            args.paths = [args.stdin_filename or "."]
+            return _fix_stdin(args, load_plan(args, discover_files=False))
+        if args.add_noqa:
+            raise UsageError("check: --add-noqa cannot be combined with --fix/--diff")
+        args.check = False
+        return run_fix_command(args)
+    if args.show_settings:
+        args.paths = [args.show_settings]
+        return show_settings(load_plan(args), args.show_settings)
+    if stdin:
+        if args.add_noqa:
+            raise UsageError("check: --add-noqa cannot write to standard input")
+        args.paths = [args.stdin_filename or "."]
+        plan = load_plan(args, discover_files=False)
+        result = _check_stdin(args, plan)
+    else:
+        plan = load_plan(args)
+        if not plan.files and not plan.errors and not args.quiet:
+            _warning("No Python files found under the given path(s)")
+        result = check_files(plan.files, plan.selection, _settings(args, plan))
     errors = plan.errors + result.errors
     _print_file_errors(errors)
     _print_file_errors(result.crashes)
@@ -270,20 +503,43 @@ def run_check(args: argparse.Namespace) -> int:
 
     output_format = args.output_format or plan.config.output_format or "text"
     findings = result.findings
+    sources = {report.path: report.data for report in result.reports}
     if args.statistics:
         from lint_plugin.output import statistics
 
-        if output_format == "json":
-            sys.stdout.write(statistics.render_json(findings))
+        if output_format in ("json", "json-lines"):
+            report = statistics.render_json(findings)
         else:
             from lint_plugin.output.text import summary
 
-            sys.stdout.write(statistics.render_text(findings))
-            sys.stdout.write("\n".join(summary(findings, len(errors))) + "\n")
+            report = statistics.render_text(findings)
+            if not args.quiet:
+                report += "\n".join(summary(findings, len(errors))) + "\n"
+    elif output_format in ("text", "concise", "full"):
+        from lint_plugin.output import text
+
+        report = text.render(
+            findings,
+            len(errors),
+            sources=sources if output_format == "full" else None,
+            show_fixes=args.show_fixes or output_format == "full",
+            color=not args.output_file and _use_color(args.color, sys.stdout),
+            quiet=args.quiet,
+        )
     else:
         from lint_plugin.output import render
 
-        sys.stdout.write(render(output_format, findings, len(errors)))
+        report = render(output_format, findings, len(errors), sources=sources)
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as handle:
+                handle.write(report)
+        except OSError as error:
+            raise UsageError(
+                f"--output-file {args.output_file}: {error.strerror or error}"
+            ) from None
+    else:
+        sys.stdout.write(report)
 
     if result.crashes:
         return 2
@@ -299,7 +555,9 @@ def _settings(args: argparse.Namespace, plan: Plan):
 
     defaults = Settings()
     return Settings(
-        opt_in=OPT_IN & plan.selection.enabled,
+        # Opt-in rules are computed; each file's own selection decides whether
+        # they are reported (configuration is resolved per file).
+        opt_in=OPT_IN,
         helpers_module=args.helpers_module
         or plan.config.helpers_module
         or defaults.helpers_module,
@@ -379,11 +637,12 @@ def run_fix_command(args: argparse.Namespace) -> int:
     for error in plan.errors:
         print(error, file=sys.stderr)
     selection = plan.selection
+    settings = _settings(args, plan)
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
-        helpers_module=_settings(args, plan).helpers_module,
-        guard_module=_settings(args, plan).guard_module,
-        opt_in=_settings(args, plan).opt_in,
+        helpers_module=settings.helpers_module,
+        guard_module=settings.guard_module,
+        opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
     status = run_fix(plan.files, options, diff=args.diff, check=args.check)
@@ -404,13 +663,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_fix_parser(subparsers)
     _add_rule_parser(subparsers)
     add_prove_parser(subparsers)
+    _SUBPARSERS.clear()
+    _SUBPARSERS.update(subparsers.choices)
     return parser
+
+
+# The subcommands' parsers, by name, for usage errors (set by build_parser).
+_SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # Reported by the subcommand's own parser, so its usage is printed.
+            subparser = _SUBPARSERS.get(getattr(args, "command", None), parser)
+            subparser.error(f"unrecognized arguments: {' '.join(extras)}")
     except SystemExit as exit_:  # argparse already printed the usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
     if args.command is None:

@@ -1,10 +1,15 @@
-"""The ``[tool.draft-kv-lint]`` table of the nearest ``pyproject.toml``.
+"""The ``[tool.draft-kv-lint]`` table that applies to each file, as ruff resolves it.
 
-Discovery: starting at the first path given on the command line (its folder when it is
-a file) or at the current folder, walk up to the file-system root and take the first
-``pyproject.toml`` that has a ``[tool.draft-kv-lint]`` table; a ``pyproject.toml``
-without one is passed over, so a sub-project's own pyproject does not hide the
-repository's settings. Patterns in the table are relative to that file's folder.
+Discovery is per file: from the file's folder, walk up to the file-system root and
+take the first ``.draft-kv-lint.toml`` (its top-level keys are the table, like
+``ruff.toml``) or ``pyproject.toml`` that has a ``[tool.draft-kv-lint]`` table; a
+``pyproject.toml`` without one is passed over, so a sub-project's own pyproject does
+not hide the repository's settings. Patterns in a table are relative to its file's
+folder. So ``check a.py test/b.py`` and ``check test/b.py a.py`` agree whatever the
+order, and with ``python/pyproject.toml`` holding the table (SGLang's layout) a run
+from the repository root finds it. ``--config PATH`` makes one file apply to all;
+run-wide settings (``output-format``) come from the configuration of the current
+folder, as in ruff.
 
 Speed: ``check`` runs on every commit, so the TOML parser is imported only for a file
 whose bytes show the table header; most runs in most repositories never import it.
@@ -13,8 +18,11 @@ Keys (all optional)::
 
     select, ignore, extend-select = ["KVI", "KVI003", ...]   # codes or prefixes
     per-file-ignores = { "tests/*" = ["KVI001"] }
-    include, exclude = ["glob", ...]                        # for discovered files
+    include = ["glob", ...]                                 # for discovered files
+    exclude = ["glob", ...]          # replaces the default skip list (build, ...)
+    extend-exclude = ["glob", ...]   # adds to it
     force-exclude = false                                   # excludes named files too
+    respect-gitignore = true                                # skip what git ignores
     output-format = "text" | "json" | "github" | "sarif"
 
 An unknown key or a value of the wrong type is a ``ConfigError`` with one line naming
@@ -32,6 +40,7 @@ from lint_plugin.output import OUTPUT_FORMATS
 
 TABLE = "draft-kv-lint"
 FILENAME = "pyproject.toml"
+OWN_FILENAME = ".draft-kv-lint.toml"
 
 # `[tool.draft-kv-lint]`, `[tool.draft-kv-lint.per-file-ignores]` or the quoted
 # `[tool."draft-kv-lint"]`, at the start of a line.
@@ -39,7 +48,15 @@ _TABLE_HEADER = re.compile(
     rb"""(?m)^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*["']?draft-kv-lint\b"""
 )
 
-_LIST_KEYS = ("select", "ignore", "extend-select", "include", "exclude")
+_LIST_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "include",
+    "exclude",
+    "extend-exclude",
+)
+_BOOL_KEYS = ("force-exclude", "respect-gitignore")
 # Where the helpers (and KVI006's guard) are trusted from.
 _MODULE_KEYS = ("helpers-module", "guard-module")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -60,11 +77,20 @@ class Config:
     extend_select: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None  # None: the default skip list
+    extend_exclude: tuple[str, ...] = ()
     force_exclude: bool = False
+    respect_gitignore: bool = True
     output_format: str | None = None
     helpers_module: str | None = None
     guard_module: str | None = None
+
+    def exclusions(self) -> tuple[str, ...]:
+        """The skip list: ``exclude`` (or the defaults) and ``extend-exclude``."""
+        from lint_plugin.files import DEFAULT_EXCLUDE
+
+        base = DEFAULT_EXCLUDE if self.exclude is None else self.exclude
+        return (*base, *self.extend_exclude)
 
 
 def has_table(data: bytes) -> bool:
@@ -72,20 +98,28 @@ def has_table(data: bytes) -> bool:
     return _TABLE_HEADER.search(data) is not None
 
 
+def _config_in(folder: str) -> str | None:
+    own = os.path.join(folder, OWN_FILENAME)
+    if os.path.isfile(own):
+        return own
+    candidate = os.path.join(folder, FILENAME)
+    try:
+        with open(candidate, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    return candidate if has_table(data) else None
+
+
 def find_config(start: str = ".") -> str | None:
-    """The nearest pyproject.toml at or above ``start`` with our table, or None."""
+    """The nearest configuration file at or above ``start``, or None."""
     folder = os.path.abspath(start)
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
     while True:
-        candidate = os.path.join(folder, FILENAME)
-        try:
-            with open(candidate, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            data = b""
-        if has_table(data):
-            return candidate
+        found = _config_in(folder)
+        if found is not None:
+            return found
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
@@ -112,6 +146,14 @@ def _string_list(value: object, path: str, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_globs(patterns: tuple[str, ...], path: str, key: str) -> None:
+    from lint_plugin.globs import invalid_patterns
+
+    bad = invalid_patterns(tuple(patterns))
+    if bad:
+        raise ConfigError(f"{path}: [tool.{TABLE}] {key}: invalid glob {bad[0]!r}")
+
+
 def parse_table(table: object, path: str) -> Config:
     """Validate the table's keys and types; the error names the file and the key."""
     if not isinstance(table, dict):
@@ -119,7 +161,7 @@ def parse_table(table: object, path: str) -> Config:
     known = (
         *_LIST_KEYS,
         "per-file-ignores",
-        "force-exclude",
+        *_BOOL_KEYS,
         "output-format",
         *_MODULE_KEYS,
     )
@@ -132,6 +174,8 @@ def parse_table(table: object, path: str) -> Config:
     lists = {
         key: _string_list(table[key], path, key) for key in _LIST_KEYS if key in table
     }
+    for key in ("include", "exclude", "extend-exclude"):
+        _check_globs(lists.get(key, ()), path, key)
 
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
@@ -143,10 +187,11 @@ def parse_table(table: object, path: str) -> Config:
         (pattern, _string_list(codes, path, f"per-file-ignores.{pattern!r}"))
         for pattern, codes in per_file.items()
     )
+    _check_globs(tuple(per_file), path, "per-file-ignores")
 
-    force_exclude = table.get("force-exclude", False)
-    if not isinstance(force_exclude, bool):
-        raise ConfigError(f"{path}: [tool.{TABLE}] force-exclude must be true or false")
+    for key in _BOOL_KEYS:
+        if not isinstance(table.get(key, False), bool):
+            raise ConfigError(f"{path}: [tool.{TABLE}] {key} must be true or false")
 
     output_format = table.get("output-format")
     if output_format is not None and output_format not in OUTPUT_FORMATS:
@@ -175,8 +220,10 @@ def parse_table(table: object, path: str) -> Config:
         extend_select=lists.get("extend-select", ()),
         per_file_ignores=per_file_ignores,
         include=lists.get("include", ()),
-        exclude=lists.get("exclude", ()),
-        force_exclude=force_exclude,
+        exclude=lists.get("exclude"),
+        extend_exclude=lists.get("extend-exclude", ()),
+        force_exclude=table.get("force-exclude", False),
+        respect_gitignore=table.get("respect-gitignore", True),
         output_format=output_format,
         helpers_module=modules["helpers-module"],
         guard_module=modules["guard-module"],
@@ -191,6 +238,8 @@ def load_config(path: str) -> Config:
     except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
     root = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(path) == OWN_FILENAME:
+        return parse_table(_parse_toml(data, path), path)
     if not has_table(data):
         return Config(path=path, root=root)
     table = _parse_toml(data, path).get("tool", {}).get(TABLE)
@@ -205,3 +254,42 @@ def discover_config(start: str = ".") -> Config:
     if path is None:
         return Config(root=os.path.abspath("."))
     return load_config(path)
+
+
+class ConfigResolver:
+    """The configuration of each file: ``fixed`` for every file when given
+    (``--config``/``--no-config``), else the nearest one, found once per folder."""
+
+    def __init__(self, fixed: Config | None = None) -> None:
+        self.fixed = fixed
+        self._by_folder: dict[str, Config] = {}
+        self._by_file: dict[str, Config] = {}
+        self._default = Config(root=os.path.abspath("."))
+
+    def for_path(self, path: str) -> Config:
+        """Raises ConfigError for a configuration that cannot be used."""
+        if self.fixed is not None:
+            return self.fixed
+        folder = os.path.abspath(path)
+        if not os.path.isdir(folder):
+            folder = os.path.dirname(folder)
+        visited = []
+        config = None
+        while config is None:
+            if folder in self._by_folder:
+                config = self._by_folder[folder]
+                break
+            visited.append(folder)
+            found = _config_in(folder)
+            if found is not None:
+                config = self._by_file.get(found) or load_config(found)
+                self._by_file[found] = config
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                config = self._default
+                break
+            folder = parent
+        for seen in visited:
+            self._by_folder[seen] = config
+        return config

@@ -261,6 +261,10 @@ def expand(
         return node
     node = unwrap(node)
     if isinstance(node, (ast.Name, ast.Attribute)):
+        if role_of_name(node.id if isinstance(node, ast.Name) else node.attr):
+            # A name that says what it is keeps its role, whatever it was
+            # assigned from (`self.speculative_num_steps = steps`).
+            return node
         found = binding_of(node, function, at)
         if found is None:
             return node

@@ -1,19 +1,23 @@
-"""Which files ``check`` (and later ``fix``) looks at, and reading them as bytes.
+"""Which files ``check`` and ``fix`` look at (reading them is ``read_source``).
 
-Rules, in ruff's spirit (without ``--force-exclude``):
+Rules, in ruff's spirit:
 
 * A path named on the command line is always checked when it is a file, whatever its
   suffix and whatever the configuration says: pre-commit and editors name exactly the
-  files they want. ``--force-exclude`` applies the excludes to named paths too, which
-  is what a pre-commit hook wants when the configuration excludes fixtures.
-* A folder is walked for ``*.py`` and ``*.pyi``. Version-control metadata, virtual
-  environments, caches and build output are never entered (``ALWAYS_SKIPPED``), and
-  neither is anything matching the configured ``exclude`` patterns. When ``include`` is
-  configured, a discovered file must also match one of its patterns.
-* A pattern matches with ``fnmatch`` against the path relative to the configuration's
-  folder (POSIX separators) or against the bare name, so ``"fixtures"`` skips every
-  folder called fixtures and ``"tests/data/*"`` only that one.
-* Problems (missing argument, broken symbolic link, unreadable folder or file) become
+  files they want. ``--force-exclude`` (or ``force-exclude = true``) applies the
+  exclusions to named paths too, which is what a pre-commit hook wants.
+* A folder is walked for ``*.py`` and ``*.pyi``. Skipped while walking: version-control
+  metadata and virtual environments (always), the ``exclude`` list (default:
+  ``DEFAULT_EXCLUDE``; ``exclude`` replaces it, ``extend-exclude`` adds to it, on the
+  command line or in the configuration of the folder being walked), and what git
+  ignores (``.gitignore`` files and ``.git/info/exclude`` of the enclosing work tree;
+  ``--no-respect-gitignore`` or ``respect-gitignore = false`` turns that off; a
+  folder named on the command line is walked even if git ignores it). When
+  ``include`` is configured, a discovered file must also match one of its patterns.
+* Patterns follow gitignore/ruff semantics (``globs``): a bare name matches at any
+  depth, a pattern with ``/`` is anchored to its configuration's folder, ``**``
+  spans folders, ``!`` re-includes.
+* Problems (missing argument, broken symbolic link, unreadable folder) become
   ``FileError`` values; discovery never stops at the first one.
 
 Symbolic links to folders are not followed while walking (no loops, no escaping the
@@ -22,33 +26,34 @@ tree); named on the command line they are.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 
 from lint_plugin.findings import FileError
+from lint_plugin.globs import GitIgnore, PatternList
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
-# Folder names never walked into: nobody wants findings from vendored or generated
-# code, and walking a virtualenv or node_modules costs seconds on every commit.
-ALWAYS_SKIPPED = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        "build",
-        "dist",
-        ".tox",
-        ".nox",
-        "node_modules",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        ".cache",
-    }
+# Never walked into, whatever the configuration says: version-control metadata.
+ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
+# The default ``exclude`` (ruff's idea, our list): nobody wants findings from vendored
+# or generated code, and walking a cache or node_modules costs seconds per commit.
+DEFAULT_EXCLUDE = (
+    "__pycache__",
+    "build",
+    "dist",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".cache",
+    "site-packages",
+    "__pypackages__",
 )
 # Conventional virtualenv names; skipped only when they look like one (pyvenv.cfg or
 # bin/activate), so a package that happens to be called ``env`` is still checked.
@@ -57,35 +62,35 @@ VENV_NAMES = frozenset({".venv", "venv", "env"})
 
 @dataclass(frozen=True)
 class PathFilter:
-    """Configured include/exclude patterns and the folder they are relative to."""
+    """What one configuration skips, relative to its folder."""
 
     root: str = "."
     include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+
+    @functools.cached_property
+    def _exclude(self) -> PatternList:
+        return PatternList(tuple(self.exclude), self.root)
+
+    @functools.cached_property
+    def _include(self) -> PatternList:
+        return PatternList(tuple(self.include), self.root)
 
     def relative(self, path: str) -> str | None:
-        """``path`` relative to ``root`` in POSIX form, or None when it lies outside."""
-        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
-        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-            return None
-        return relative.replace(os.sep, "/")
+        from lint_plugin.globs import relative_posix
 
-    def _matches(self, path: str, patterns: Iterable[str]) -> bool:
-        name = os.path.basename(os.path.normpath(path))
-        relative = self.relative(path)
-        for pattern in patterns:
-            pattern = pattern.rstrip("/")  # "build/" means the folder build
-            if fnmatchcase(name, pattern):
-                return True
-            if relative is not None and fnmatchcase(relative, pattern):
-                return True
-        return False
+        return relative_posix(path, self.root)
 
-    def is_excluded(self, path: str) -> bool:
-        return bool(self.exclude) and self._matches(path, self.exclude)
+    def is_excluded(self, path: str, is_dir: bool = False, own: bool = False) -> bool:
+        return self._exclude.matches(path, is_dir, own)
 
     def is_included(self, path: str) -> bool:
-        return not self.include or self._matches(path, self.include)
+        return not self.include or self._include.matches(path)
+
+
+FilterFor = Callable[[str], PathFilter]
 
 
 @dataclass
@@ -126,77 +131,114 @@ def _missing_reason(path: str) -> str:
 
 
 def _force_excluded(path: str, path_filter: PathFilter) -> bool:
-    """With --force-exclude: the path, or a folder between it and the configuration's
+    """With force-exclude: the path, or a folder between it and the configuration's
     folder, is excluded or never walked. Folders above the root are not considered: a
     checkout living under ``~/build/`` must still be checked."""
     target = os.path.abspath(path)
     root = os.path.abspath(path_filter.root)
-    if path_filter.is_excluded(target):
+    if path_filter.is_excluded(target, os.path.isdir(target)):
         return True
     if path_filter.relative(target) is None:
         return False
     current = os.path.dirname(target)
     while current != root and os.path.dirname(current) != current:
-        if path_filter.is_excluded(current) or is_skipped_folder(current):
+        if path_filter.is_excluded(current, True) or is_skipped_folder(current):
             return True
         current = os.path.dirname(current)
     return False
 
 
-def _walk(top: str, path_filter: PathFilter, found: Discovery) -> None:
-    # scandir, not os.walk: its entries know file from folder without another stat,
-    # which is most of the cost on a tree of thousands of files.
-    pending = [top]
-    while pending:
-        folder = pending.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError as error:
-            where = error.filename or folder
-            found.errors.append(
-                FileError(_display(where), error.strerror or str(error))
-            )
-            continue
-        subfolders = []
-        for entry in entries:
-            path = entry.path
-            if entry.is_dir(follow_symlinks=False):
-                # Symbolic links to folders are not followed (they land below).
-                if not is_skipped_folder(path) and not path_filter.is_excluded(path):
-                    subfolders.append(path)
+class _Walker:
+    def __init__(self, filter_for: FilterFor, found: Discovery) -> None:
+        self.filter_for = filter_for
+        self.found = found
+        self._gitignores: dict[str, GitIgnore | None] = {}
+
+    def _gitignore(self, folder: str) -> GitIgnore | None:
+        if folder not in self._gitignores:
+            self._gitignores[folder] = GitIgnore.for_path(folder)
+        return self._gitignores[folder]
+
+    def walk(self, top: str) -> None:
+        # scandir, not os.walk: its entries know file from folder without another
+        # stat, which is most of the cost on a tree of thousands of files.
+        gitignore = self._gitignore(os.path.abspath(top))
+        if gitignore is not None and gitignore.ignores(top, True):
+            gitignore = None  # an ignored folder named explicitly: walk all of it
+        pending = [top]
+        while pending:
+            folder = pending.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda entry: entry.name)
+            except OSError as error:
+                where = error.filename or folder
+                self.found.errors.append(
+                    FileError(_display(where), error.strerror or str(error))
+                )
                 continue
-            if not entry.name.endswith(PYTHON_SUFFIXES):
-                continue
-            if path_filter.is_excluded(path) or not path_filter.is_included(path):
-                continue
-            if entry.is_symlink():
-                if not os.path.exists(path):  # a broken link
-                    found.errors.append(
-                        FileError(_display(path), _missing_reason(path))
-                    )
+            path_filter = self.filter_for(os.path.join(folder, "_"))
+            ignored = gitignore if path_filter.respect_gitignore else None
+            subfolders = []
+            for entry in entries:
+                path = entry.path
+                if entry.is_dir(follow_symlinks=False):
+                    # Symbolic links to folders are not followed (they land below).
+                    if (
+                        not is_skipped_folder(path)
+                        and not path_filter.is_excluded(path, True, own=True)
+                        and not (ignored and ignored.ignores(path, True))
+                    ):
+                        subfolders.append(path)
                     continue
-                if os.path.isdir(path):  # a link to a folder named like a module
+                if not entry.name.endswith(PYTHON_SUFFIXES):
                     continue
-            found.files.append(_display(path))
-        # Depth first in name order, as os.walk would list them.
-        pending.extend(reversed(subfolders))
+                if path_filter.is_excluded(path, own=True):
+                    continue
+                if not path_filter.is_included(path):
+                    continue
+                if ignored and ignored.ignores(path):
+                    continue
+                if entry.is_symlink():
+                    if not os.path.exists(path):  # a broken link
+                        self.found.errors.append(
+                            FileError(_display(path), _missing_reason(path))
+                        )
+                        continue
+                    if os.path.isdir(path):  # a link to a folder named like a module
+                        continue
+                self.found.files.append(_display(path))
+            # Depth first in name order, as os.walk would list them.
+            pending.extend(reversed(subfolders))
 
 
 def discover(
     paths: Sequence[str] = (),
-    path_filter: PathFilter | None = None,
+    path_filter: PathFilter | FilterFor | None = None,
     *,
-    force_exclude: bool = False,
+    force_exclude: bool | None = None,
 ) -> Discovery:
-    """Expand ``paths`` (default: the current folder) into the files to check."""
-    path_filter = path_filter or PathFilter()
+    """Expand ``paths`` (default: the current folder) into the files to check.
+
+    ``path_filter`` is one filter for everything, or a function giving the filter
+    of the configuration that applies to a path (per-folder configuration).
+    ``force_exclude`` None: each filter's own setting."""
+    if path_filter is None:
+        path_filter = PathFilter()
+    filter_for: FilterFor = (
+        (lambda _path, constant=path_filter: constant)
+        if isinstance(path_filter, PathFilter)
+        else path_filter
+    )
     found = Discovery()
+    walker = _Walker(filter_for, found)
     for argument in paths or ["."]:
-        if force_exclude and _force_excluded(argument, path_filter):
+        applying = filter_for(argument)
+        forced = applying.force_exclude if force_exclude is None else force_exclude
+        if forced and _force_excluded(argument, applying):
             continue
         if os.path.isdir(argument):
-            _walk(argument, path_filter, found)
+            walker.walk(argument)
         elif os.path.exists(argument):
             found.files.append(_display(argument))
         else:

@@ -2,17 +2,26 @@
 
 flake8 has already parsed the file; the plugin only walks the top-level
 statements that mention a word a finding needs, so files without one cost a
-regex search. flake8 applies ``# noqa`` itself, on the row each finding names.
+regex search.
+
+``# noqa``: flake8 honours a directive only on the reported row, while ``check``
+honours it on any row of the finding's statement (so it survives black moving the
+comment). The plugin therefore applies the directives itself, with the same code as
+``check`` (``noqa.review``), and reports KVI100 for unused ones; flake8's own pass
+afterwards suppresses a subset of what was already suppressed, so the two front ends
+agree. ``flake8 --disable-noqa`` turns both passes off.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
+from lint_plugin.noqa import review
 from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
 from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
@@ -23,6 +32,7 @@ class KviChecker:
     name = "draft-kv-lint"
     version = __version__
     settings = Settings()
+    disable_noqa = False
 
     @classmethod
     def add_options(cls, manager) -> None:
@@ -38,7 +48,7 @@ class KviChecker:
         )
 
     @classmethod
-    def parse_options(cls, options) -> None:
+    def parse_options(cls, options: argparse.Namespace) -> None:
         # As in `check`, an opt-in rule runs only when its own code is selected
         # (`--select KVI` alone must not turn it on; flake8 would let it through).
         chosen = {
@@ -49,6 +59,7 @@ class KviChecker:
         cls.settings = Settings(
             helpers_module=options.kvi_helpers_module, opt_in=OPT_IN & chosen
         )
+        cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
         self.tree = tree
@@ -58,15 +69,17 @@ class KviChecker:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         rows = interesting_rows(text)
-        if not rows:
-            return
-        source = Source(text)
-        for node in _statements_around(self.tree.body, rows, source):
-            findings = analyze(node, source, self.filename, rows, self.settings)
-            for finding in findings:
-                # flake8 wants 0-based columns and adds 1 itself.
-                message = f"{finding.code} {finding.message}"
-                yield finding.row, finding.column - 1, message, type(self)
+        findings = []
+        if rows:
+            source = Source(text)
+            for node in _statements_around(self.tree.body, rows, source):
+                findings += analyze(node, source, self.filename, rows, self.settings)
+        if not self.disable_noqa and (findings or "KVI" in text or "kvi" in text):
+            findings = review(findings, text, self.filename)
+        for finding in findings:
+            # flake8 wants 0-based columns and adds 1 itself.
+            message = f"{finding.code} {finding.message}"
+            yield finding.row, finding.column - 1, message, type(self)
 
 
 def _statements_around(

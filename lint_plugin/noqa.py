@@ -1,20 +1,41 @@
-"""``# noqa`` comments: reading them (``check``) and writing them (``--add-noqa``).
+"""``# noqa`` directives: which findings they suppress, which are unused (KVI100),
+and where ``--add-noqa`` writes them.
 
-Forms honoured, as flake8 and ruff users write them:
+Spelling: flake8's own grammar, so both front ends read every spelling alike.
 
-* ``# noqa`` (any case) on a finding's row suppresses every finding on that row;
-* ``# noqa: KVI001,KVI002`` (commas and/or spaces, optional space after the colon)
-  suppresses those codes; a prefix such as ``KVI00`` works as in flake8;
-* ``# flake8: noqa`` or ``# ruff: noqa`` as a comment on its own line suppresses the
-  whole file; with codes (``# ruff: noqa: KVI003``) only those codes, as ruff does.
+* A row holds a directive when flake8's inline pattern is found in its text:
+  ``# noqa`` (exactly one space, any case), optionally followed by ``:`` and codes
+  (``# noqa:KVI001,KVI002``, ``# noqa: KVI001 KVI002``). Only the first match of a
+  row counts. ``#noqa`` and ``# noqa : X`` are not what they look like: the first
+  is no directive, the second a blanket one, exactly as flake8 reads them.
+* Codes compare as flake8 compares them: case-sensitively, a listed code covering
+  every code it prefixes (``KVI00`` covers KVI001..KVI004). ``# noqa: kvi001``
+  therefore suppresses nothing (it is reported as an unused directive).
+* ``# flake8: noqa`` (or ``# flake8=noqa``) at the start of any line silences the
+  whole file, with or without codes after it, as flake8 does.
+* ``# ruff: noqa`` on its own line silences the file too, and ``# ruff: noqa: CODES``
+  only those codes, as ruff does: ruff users mark generated files that way. flake8
+  ignores it; the flake8 plugin applies it itself (below), so both agree.
 
-A directive applies only to the row a finding is reported on (the row where its
-expression starts), which is also where flake8 looks. Syntax errors (E999) are never
-suppressed: a file that does not parse was not checked.
+Where: a directive is honoured on any row of the statement (logical line) that holds
+the finding, not only on the row the finding starts on. A formatter moves a
+trailing comment when it re-wraps a statement (black 24.10 puts it after the last
+leaf of the statement), but never out of the statement, so a suppression survives
+``--add-noqa`` followed by black, and a second ``--add-noqa`` adds nothing.
 
-Comments are found with ``tokenize`` so that ``"# noqa"`` inside a string does not
-count; a file that does not tokenize (it has a syntax error) falls back to a plain
-search of each line, since its only reportable finding is E999 anyway.
+Agreement with flake8: flake8 applies a directive only on the reported row (and
+across a multi-line string). Everything flake8 suppresses is suppressed here too,
+so the flake8 plugin filters its findings with this module before flake8 sees
+them; flake8's own pass then removes nothing more, and ``flake8 --select KVI`` and
+``check`` report the same findings.
+
+Unused directives (KVI100, ruff's RUF100): a directive in a comment that lists a
+``KVI`` code which suppressed no finding of the file (findings counted before
+``--select``, so a directive for a rule that is switched off is not churned). Only
+the KVI codes are judged: other codes belong to other tools, and a blanket
+``# noqa`` may serve them. When two directives of one statement cover the same
+finding, the one on the finding's own row is used, else the first; the other is
+unused. E999 is never suppressed: a file that does not parse was not checked.
 """
 
 from __future__ import annotations
@@ -22,176 +43,196 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 
-# A code is letters then digits (KVI001, or a prefix such as KVI00), any case, as
-# flake8 reads them; words without digits are not codes, so a blanket directive
-# followed by ": this is fine" stays blanket instead of suppressing THIS, IS, FINE.
-_CODE = r"[A-Za-z]+[0-9]+"
-_CODES = rf"{_CODE}(?:[\s,]+{_CODE})*"
-_LINE_DIRECTIVE = re.compile(rf"#\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>{_CODES}))?")
-_FILE_DIRECTIVE = re.compile(
-    rf"^#\s*(?i:flake8|ruff)\s*[:=]\s*(?i:noqa)\b(?:\s*:\s*(?P<codes>{_CODES}))?\s*$"
+UNUSED_NOQA_CODE = "KVI100"
+OWN_PREFIX = "KVI"
+
+# flake8's defaults.NOQA_INLINE_REGEXP and defaults.NOQA_FILE, restated.
+_INLINE = re.compile(
+    r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE
 )
-_SPLIT = re.compile(r"[\s,]+")
+_FLAKE8_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.IGNORECASE)
+_RUFF_FILE = re.compile(
+    r"\s*#\s*ruff\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
+    r"\s*$",
+    re.IGNORECASE,
+)
+_CANDIDATE = re.compile(r"#\s*(?:noqa|flake8|ruff)", re.IGNORECASE)
+_SPLIT = re.compile(r"[,\s]+")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
-def _matches(code: str, listed: Iterable[str]) -> bool:
-    # flake8 compares with startswith, so listing KVI00 covers KVI001..KVI004.
-    return any(code.startswith(prefix) for prefix in listed)
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    # flake8's utils.parse_comma_separated_list: split on commas and spaces.
+    if text is None:
+        return None
+    return tuple(code for code in _SPLIT.split(text) if code)
+
+
+def _covered(code: str, listed: Iterable[str]) -> bool:
+    listed = tuple(listed)
+    return code in listed or code.startswith(listed)
 
 
 @dataclass(frozen=True)
 class Directive:
-    """One ``# noqa`` on a row; ``codes`` None means all codes."""
+    """The first ``# noqa`` of a row; ``codes`` None means every code."""
 
-    codes: frozenset[str] | None
-    start: int  # 0-based column span of the directive within the row's text
+    row: int
+    start: int  # 0-based character span of the match within the row
     end: int
+    codes: tuple[str, ...] | None
+    codes_start: int = -1  # where the codes text starts (-1: no codes)
 
     def covers(self, code: str) -> bool:
-        return self.codes is None or _matches(code, self.codes)
+        return self.codes is None or _covered(code, self.codes)
+
+    def own_codes(self) -> tuple[str, ...]:
+        """The listed codes this tool answers for (KVI..., any case)."""
+        return tuple(c for c in self.codes or () if c.upper().startswith(OWN_PREFIX))
+
+
+@dataclass
+class _Layout:
+    """What tokenize tells about a file: statement extents, rows where a comment
+    cannot go, where comments start. Computed only when a file needs it."""
+
+    statement: dict[int, tuple[int, int]] = field(default_factory=dict)
+    no_room: set[int] = field(default_factory=set)
+    comment_columns: dict[int, int] = field(default_factory=dict)
+    ok: bool = True
+
+
+def _layout(lines: Sequence[str]) -> _Layout:
+    layout = _Layout()
+    text = "\n".join(lines) + "\n"
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        layout.ok = False
+        return layout
+    depth = 0
+    first = last = None
+    skip = (tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
+    for token in tokens:
+        if token.type in skip:
+            continue
+        (start_row, start_col), (end_row, _) = token.start, token.end
+        if token.type == tokenize.COMMENT:
+            layout.comment_columns.setdefault(start_row, start_col)
+        elif end_row > start_row and token.type not in (tokenize.NL, tokenize.NEWLINE):
+            layout.no_room.update(range(start_row, end_row))  # inside a string
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth = max(0, depth - 1)
+        first = start_row if first is None else min(first, start_row)
+        last = end_row if last is None else max(last, end_row)
+        if token.type == tokenize.NEWLINE or (token.type == tokenize.NL and not depth):
+            for row in range(first, last + 1):
+                layout.statement[row] = (first, last)
+            first = last = None
+    for row, line in enumerate(lines, start=1):
+        if line.rstrip().endswith("\\") and row not in layout.comment_columns:
+            layout.no_room.add(row)
+    return layout
 
 
 @dataclass
 class Suppressions:
-    """What the noqa comments of one file suppress."""
+    """The directives of one file and what they suppress."""
 
-    rows: dict[int, Directive] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    # Every match on a row: flake8 reads only the first (which may sit in a
+    # string), a person's comment may come after it; honouring all keeps this a
+    # superset of flake8's reading.
+    rows: dict[int, tuple[Directive, ...]] = field(default_factory=dict)
     file_all: bool = False
     file_codes: frozenset[str] = frozenset()
+    _layout: _Layout | None = None
+
+    @property
+    def layout(self) -> _Layout:
+        if self._layout is None:
+            self._layout = _layout(self.lines)
+        return self._layout
+
+    def span(self, finding: Finding) -> tuple[int, int]:
+        """Rows whose directives apply to ``finding``: its statement(s)."""
+        first, last = finding.row, max(finding.row, finding.end_row)
+        statement = self.layout.statement
+        first = statement.get(first, (first, first))[0]
+        last = statement.get(last, (last, last))[1]
+        return first, last
+
+    def directive_for(self, finding: Finding) -> Directive | None:
+        """The directive that suppresses ``finding``: on its own row, else the
+        first one of its statement that covers it."""
+        for directive in self.rows.get(finding.row, ()):
+            if directive.covers(finding.code):
+                return directive
+        if not any(d.covers(finding.code) for row in self.rows.values() for d in row):
+            return None  # no need to tokenize
+        first, last = self.span(finding)
+        for row in range(first, last + 1):
+            for directive in self.rows.get(row, ()):
+                if directive.covers(finding.code):
+                    return directive
+        return None
+
+    def in_comment(self, directive: Directive) -> bool:
+        """Is the directive's text in a comment (not in a string)?"""
+        layout = self.layout
+        column = layout.comment_columns.get(directive.row)
+        return layout.ok and column is not None and column <= directive.start
+
+    def file_suppresses(self, code: str) -> bool:
+        return self.file_all or _covered(code, self.file_codes)
 
     def suppresses(self, finding: Finding) -> bool:
         if finding.code == SYNTAX_ERROR_CODE:
             return False
-        if self.file_all or _matches(finding.code, self.file_codes):
+        if self.file_suppresses(finding.code):
             return True
-        directive = self.rows.get(finding.row)
-        return directive is not None and directive.covers(finding.code)
-
-
-def _codes(text: str | None) -> frozenset[str] | None:
-    if not text:
-        return None
-    return frozenset(code.upper() for code in _SPLIT.split(text.strip()) if code)
-
-
-def _comments(source: str) -> list[tuple[int, int, str, bool]] | None:
-    """(row, column, text, alone on its line) for every comment, or None when the
-    source does not tokenize."""
-    comments = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.COMMENT:
-                row, column = token.start
-                alone = not token.line[:column].strip()
-                comments.append((row, column, token.string, alone))
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    return comments
-
-
-def _fallback_comments(source: str) -> list[tuple[int, int, str, bool]]:
-    # Without tokens, take everything from the first "#" of a line: wrong only for a
-    # "#" inside a string, and only in a file that is reported as E999 anyway.
-    comments = []
-    for row, line in enumerate(_NEWLINE.split(source), start=1):
-        column = line.find("#")
-        if column >= 0:
-            comments.append((row, column, line[column:], not line[:column].strip()))
-    return comments
-
-
-_CANDIDATE = re.compile(r"#[^\r\n]*(?i:noqa)")
-
-
-def _candidate_comments(source: str) -> list[tuple[int, int, str, bool]] | None:
-    """Comments that mention noqa, found line by line without tokenizing the file
-    (tokenize costs more than the whole check of a large backend). None when a
-    file-level directive shows up in a file with triple quotes: only tokenize can
-    tell it from a line of a docstring, which must silence nothing."""
-    comments = []
-    row, counted = 1, 0
-    for match in _CANDIDATE.finditer(source):
-        start = (
-            max(
-                source.rfind("\n", 0, match.start()),
-                source.rfind("\r", 0, match.start()),
-            )
-            + 1
-        )
-        row += len(_NEWLINE.findall(source, counted, start))
-        counted = start
-        end = _NEWLINE.search(source, start)
-        line = source[start : end.start() if end else len(source)]
-        column = _comment_start(line)
-        if column is None:
-            continue
-        alone = not line[:column].strip()
-        if alone and not _FILE_DIRECTIVE.match(line[column:].rstrip()):
-            continue  # a comment-only row holds no finding: nothing to suppress
-        if alone and ('"""' in source or "'''" in source):
-            return None  # a docstring line must not silence the file: tokenize
-        comments.append((row, column, line[column:], alone))
-    return comments
-
-
-def _comment_start(line: str) -> int | None:
-    """Column of the ``#`` that starts a comment on ``line``, skipping strings."""
-    quote = None
-    index = 0
-    while index < len(line):
-        char = line[index]
-        if quote is not None:
-            if char == "\\":
-                index += 2
-                continue
-            if line.startswith(quote, index):
-                index += len(quote)
-                quote = None
-                continue
-        elif char in "\"'":
-            quote = char * 3 if line.startswith(char * 3, index) else char
-            index += len(quote)
-            continue
-        elif char == "#":
-            return index
-        index += 1
-    return None
+        return self.directive_for(finding) is not None
 
 
 def parse_suppressions(source: str) -> Suppressions:
-    """Read every noqa directive of ``source`` (text, BOM already removed)."""
+    """Every directive of ``source`` (text, BOM already removed)."""
     found = Suppressions()
-    # Cheap exit for the common case: no directive anywhere, no tokenizing.
     if _CANDIDATE.search(source) is None:
-        return found
-    comments = _candidate_comments(source)
-    if comments is None:
-        comments = _comments(source)
-    if comments is None:
-        comments = _fallback_comments(source)
-    for row, column, text, alone in comments:
-        if alone:
-            file_match = _FILE_DIRECTIVE.match(text.rstrip())
-            if file_match:
-                codes = _codes(file_match.group("codes"))
-                if codes is None:
-                    found.file_all = True
-                else:
-                    found.file_codes |= codes
-                continue
-        match = _LINE_DIRECTIVE.search(text)
-        if match:
-            found.rows[row] = Directive(
+        return found  # the common case: nothing to read, nothing to tokenize
+    found.lines = _NEWLINE.split(source)
+    for row, line in enumerate(found.lines, start=1):
+        if "#" not in line or _CANDIDATE.search(line) is None:
+            continue
+        if _FLAKE8_FILE.match(line):
+            found.file_all = True
+            continue
+        ruff = _RUFF_FILE.match(line)
+        if ruff:
+            codes = _codes(ruff.group("codes"))
+            if codes is None:
+                found.file_all = True
+            else:
+                found.file_codes |= frozenset(c.upper() for c in codes)
+            continue
+        directives = tuple(
+            Directive(
+                row,
+                match.start(),
+                match.end(),
                 _codes(match.group("codes")),
-                column + match.start(),
-                column + match.end(),
+                match.start("codes") if match.group("codes") else -1,
             )
+            for match in _INLINE.finditer(line)
+        )
+        if directives:
+            found.rows[row] = directives
     return found
 
 
@@ -200,9 +241,106 @@ def _strip_bom(source: str) -> tuple[str, str]:
 
 
 def apply_noqa(findings: Sequence[Finding], source: str) -> list[Finding]:
-    """``findings`` without the ones a noqa directive of ``source`` suppresses."""
+    """``findings`` without the ones a directive of ``source`` suppresses."""
     suppressions = parse_suppressions(_strip_bom(source)[1])
     return [f for f in findings if not suppressions.suppresses(f)]
+
+
+def may_hold_own_directive(data: bytes) -> bool:
+    """Cheap test on raw bytes: could KVI100 have anything to say about this file?"""
+    return b"KVI" in data or b"kvi" in data
+
+
+def review(findings: Sequence[Finding], source: str, path: str) -> list[Finding]:
+    """The findings no directive suppresses, plus a KVI100 finding for each
+    directive listing KVI codes that suppressed nothing (itself suppressible)."""
+    suppressions = parse_suppressions(_strip_bom(source)[1])
+    if not (suppressions.rows or suppressions.file_all or suppressions.file_codes):
+        return list(findings)
+    kept: list[Finding] = []
+    used: dict[tuple[int, int], set[str]] = {}
+    for finding in findings:
+        if finding.code == SYNTAX_ERROR_CODE:
+            kept.append(finding)
+            continue
+        if suppressions.file_suppresses(finding.code):
+            continue
+        directive = suppressions.directive_for(finding)
+        if directive is None:
+            kept.append(finding)
+        elif directive.codes is not None:
+            used.setdefault((directive.row, directive.start), set()).update(
+                code for code in directive.codes if _covered(finding.code, (code,))
+            )
+    if any(f.code == SYNTAX_ERROR_CODE for f in findings):
+        return kept  # nothing was checked: no directive can be judged
+    for unused in _unused(suppressions, used, path):
+        if not suppressions.suppresses(unused):
+            kept.append(unused)
+    return kept
+
+
+def _unused(
+    suppressions: Suppressions, used: Mapping[tuple[int, int], set[str]], path: str
+) -> list[Finding]:
+    from lint_plugin.rules import RULES
+
+    findings = []
+    directives = [
+        d for row in sorted(suppressions.rows) for d in suppressions.rows[row]
+    ]
+    for directive in directives:
+        row = directive.row
+        taken = used.get((row, directive.start), set())
+        unused = [
+            c for c in directive.own_codes() if c not in taken and c != UNUSED_NOQA_CODE
+        ]
+        if not unused or not suppressions.in_comment(directive):
+            continue  # used, or its text is inside a string: nothing to remove
+        column = suppressions.layout.comment_columns[row]
+        line = suppressions.lines[row - 1]
+        unknown = [c for c in unused if c not in RULES]
+        detail = ", ".join(f"`{c}`" for c in unused)
+        kind = "unknown" if len(unknown) == len(unused) else "unused"
+        message = RULES[UNUSED_NOQA_CODE].message.format(kind=kind, codes=detail)
+        edit = _removal(line, row, directive, set(unused), column)
+        findings.append(
+            Finding(
+                path,
+                row,
+                directive.start + 1,
+                row,
+                directive.end + 1,
+                UNUSED_NOQA_CODE,
+                message,
+                Fix("safe", "Remove unused `noqa` directive", (edit,)),
+            )
+        )
+    return findings
+
+
+def _removal(
+    line: str, row: int, directive: Directive, unused: set[str], comment: int
+) -> Edit:
+    """The edit that drops ``unused`` codes, or the whole directive when no code is
+    left: the comment goes, or the rest of it stays as a plain comment (never
+    turned into a blanket ``# noqa``)."""
+    kept = [c for c in directive.codes or () if c not in unused]
+    if kept:
+        written = line[directive.codes_start : directive.end].rstrip(", \t")
+        end = directive.codes_start + len(written)
+        return Edit(", ".join(kept), row, directive.codes_start + 1, row, end + 1)
+    rest = line[directive.end :].strip()
+    if not rest:
+        start = directive.start
+        if directive.start == comment:  # the comment is the directive: drop it
+            start = len(line[:comment].rstrip())
+        return Edit("", row, start + 1, row, len(line) + 1)
+    content = rest if rest.startswith("#") else f"# {rest}"
+    return Edit(content, row, directive.start + 1, row, len(line) + 1)
+
+
+# --- writing directives (--add-noqa) ------------------------------------------------
 
 
 @dataclass
@@ -214,62 +352,127 @@ class NoqaEdit:
     skipped: list[int] = field(default_factory=list)
 
 
-def _rows_without_room(source: str) -> set[int]:
-    """Rows whose end is inside a string or continues with a backslash: a comment
-    appended there would change the string or break the statement."""
-    rows: set[int] = set()
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        return rows
-    commented = set()
-    for token in tokens:
-        (start_row, _), (end_row, _) = token.start, token.end
-        if token.type == tokenize.COMMENT:
-            commented.add(start_row)
-        elif end_row > start_row and token.type not in (tokenize.NL, tokenize.NEWLINE):
-            rows.update(range(start_row, end_row))
-    for row, line in enumerate(_NEWLINE.split(source), start=1):
-        if line.rstrip().endswith("\\") and row not in commented:
-            rows.add(row)
-    return rows
-
-
 def _format(codes: Iterable[str]) -> str:
     return "# noqa: " + ", ".join(sorted(set(codes)))
 
 
-def add_noqa(source: str, codes_by_row: Mapping[int, Iterable[str]]) -> NoqaEdit:
-    """Add or merge ``# noqa: CODES`` at the end of the given 1-based rows.
+def add_noqa(
+    source: str, wanted: Mapping[int, Iterable[str]] | Sequence[Finding]
+) -> NoqaEdit:
+    """Add or widen ``# noqa: CODES`` so every given finding (or each row's codes)
+    is suppressed; a finding a directive already covers adds nothing.
 
-    An existing ``# noqa: X`` is widened in place (``# noqa: KVI001, X``) and any other
-    comment on the row is kept; a blanket ``# noqa`` already covers everything. Each
-    row keeps its own line ending, so CRLF and mixed files stay byte-identical outside
-    the edited rows. E999 is never added (it cannot be suppressed).
+    A directive goes on the finding's row, or, when that row ends inside a string
+    or with a backslash, on the next row of its statement where a comment can go
+    (the statement's last row always can). An existing ``# noqa: X`` there is
+    widened in place and any other comment kept. Each row keeps its own line
+    ending. E999 and KVI100 are never added.
     """
     bom, text = _strip_bom(source)
+    if isinstance(wanted, Mapping):
+        findings = [
+            Finding("", row, 1, row, 1, code, "")
+            for row, codes in wanted.items()
+            for code in codes
+        ]
+    else:
+        findings = list(wanted)
     pieces = _NEWLINE.split(text)
     endings = [*_NEWLINE.findall(text), ""]
     suppressions = parse_suppressions(text)
-    no_room = _rows_without_room(text)
+    suppressions.lines = list(pieces)  # the layout is read before any edit
     result = NoqaEdit(source, 0)
-    for row in sorted(codes_by_row):
-        codes = {c.upper() for c in codes_by_row[row]} - {SYNTAX_ERROR_CODE}
-        if not codes or not 1 <= row <= len(pieces):
+    by_row: dict[int, set[str]] = {}
+    skipped: set[int] = set()
+    for finding in findings:
+        code = finding.code.upper()
+        if code in (SYNTAX_ERROR_CODE, UNUSED_NOQA_CODE):
             continue
-        existing = suppressions.rows.get(row)
-        if existing is not None and all(existing.covers(code) for code in codes):
-            continue  # nothing new to say
-        if row in no_room:
-            result.skipped.append(row)
+        if not 1 <= finding.row <= len(pieces):
             continue
+        if suppressions.suppresses(finding):
+            continue  # never a second directive for the same finding
+        row = _placement(suppressions, finding)
+        if row is None:
+            skipped.add(finding.row)
+            continue
+        by_row.setdefault(row, set()).add(code)
+    for row, codes in sorted(by_row.items()):
         line = pieces[row - 1]
+        existing = next(
+            (d for d in suppressions.rows.get(row, ()) if suppressions.in_comment(d)),
+            None,
+        )
         if existing is None:
             pieces[row - 1] = line.rstrip() + "  " + _format(codes)
+        elif existing.codes is None:
+            continue  # a blanket directive already covers the row
         else:
-            # existing.codes is not None here: a blanket noqa covers every code.
-            merged = _format(codes | set(existing.codes or ()))
+            merged = _format(codes | set(existing.codes))
             pieces[row - 1] = line[: existing.start] + merged + line[existing.end :]
+            if line[existing.end : existing.end + 1] == "#":
+                pieces[row - 1] = (
+                    line[: existing.start] + merged + "  " + line[existing.end :]
+                )
         result.added += 1
+    result.skipped = sorted(skipped)
     result.source = bom + "".join(p + e for p, e in zip(pieces, endings, strict=True))
     return result
+
+
+def _placement(suppressions: Suppressions, finding: Finding) -> int | None:
+    layout = suppressions.layout
+    if not layout.ok:
+        return finding.row  # does not tokenize: E999 decides, rows are all we have
+    if finding.row not in layout.no_room:
+        return finding.row
+    last = suppressions.span(finding)[1]
+    for row in range(finding.row + 1, last + 1):
+        if row not in layout.no_room:
+            return row
+    return None
+
+
+# --- fixing KVI100 (``draft-kv-lint fix``) ------------------------------------------
+
+
+def remove_unused_directives(
+    text: str, path: str, selected: Callable[[Finding], bool]
+) -> tuple[str, list[Finding]]:
+    """``text`` without its unused KVI codes in directives (KVI100's safe fix) and
+    the KVI100 findings fixed. Only comment text changes, so the program does not."""
+    if not may_hold_own_directive(text.encode()):
+        return text, []
+    from lint_plugin.scan import check_source
+
+    findings = check_source(text.encode(), path)
+    if any(f.code == SYNTAX_ERROR_CODE for f in findings):
+        return text, []
+    unused = [
+        f
+        for f in review(findings, text, path)
+        if f.code == UNUSED_NOQA_CODE and f.fix is not None and selected(f)
+    ]
+    if not unused:
+        return text, []
+    pieces = _NEWLINE.split(text)
+    endings = [*_NEWLINE.findall(text), ""]
+    for finding in unused:
+        (edit,) = finding.fix.edits
+        line = pieces[edit.row - 1]
+        pieces[edit.row - 1] = (
+            line[: edit.column - 1] + edit.content + line[edit.end_column - 1 :]
+        )
+    return "".join(p + e for p, e in zip(pieces, endings, strict=True)), unused
+
+
+def noqa_rows(findings: Sequence[Finding], source: str) -> list[int | None]:
+    """ruff's ``noqa_row`` for each finding: the row ``--add-noqa`` writes its
+    directive on (None for E999, which no directive suppresses)."""
+    text = _strip_bom(source)[1]
+    suppressions = parse_suppressions(text)
+    suppressions.lines = _NEWLINE.split(text)
+    return [
+        None if f.code == SYNTAX_ERROR_CODE else (_placement(suppressions, f) or f.row)
+        for f in findings
+    ]

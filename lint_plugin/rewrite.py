@@ -60,7 +60,7 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
     findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
     applied = [f for f in findings if _applicable(f, options)]
     if not applied:
-        return Rewrite(text)
+        return _without_unused_directives(Rewrite(text), path, options)
     for finding in applied:
         if finding.fix.applicability == "safe":
             for edit in finding.fix.edits:
@@ -82,7 +82,15 @@ def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
         from lint_plugin.formatting import format_ranges
 
         new_text = format_ranges(new_text, rows, Path(path))
-    return Rewrite(new_text, applied)
+    return _without_unused_directives(Rewrite(new_text, applied), path, options)
+
+
+def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
+    # KVI100's safe fix: drop directive codes that suppress nothing (comments only).
+    from lint_plugin.noqa import remove_unused_directives
+
+    text, fixed = remove_unused_directives(rewrite.text, path, options.selected)
+    return Rewrite(text, rewrite.applied + fixed)
 
 
 def _applicable(finding: Finding, options: Options) -> bool:

@@ -83,9 +83,19 @@ def check_source(
         try:
             for start, end, indent in regions:
                 findings += _check_region(lines, start, end, indent, path, settings)
-            return findings
         except SyntaxError:
-            pass  # misread layout or a real error: the whole file decides
+            findings = None  # misread layout or a real error: the whole file decides
+        if findings is not None and not findings:
+            return findings
+        if findings:
+            # Something to report: the whole file must parse first, as flake8
+            # (E999) and fix (which rewrites the file) require. Parsing only files
+            # with findings keeps the common case a few regions.
+            try:
+                _parse(text, path)
+            except SyntaxError as exc:
+                return [_syntax_error(exc, path)]
+            return findings
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:

@@ -10,7 +10,10 @@ the way ruff resolves them, so its users meet no surprises:
 * Within a layer the more specific selector wins (``select = ["KVI"]`` with
   ``ignore = ["KVI003"]`` drops KVI003; ``ignore = ["KVI"]`` with
   ``extend-select = ["KVI003"]`` keeps KVI003); at equal specificity ``ignore`` wins.
-* ``per-file-ignores`` then removes codes for files matching a pattern.
+* ``per-file-ignores`` then removes codes for files matching a pattern (``**``,
+  anchored and bare-name patterns; a ``!`` key means files *not* matching it).
+* Each file has the selection of its own configuration (``PerFileSelection``); the
+  command line's layer is applied on top of each.
 
 Syntax errors (E999) are not a rule: they are always reported, because a file that
 does not parse was not checked at all.
@@ -18,7 +21,7 @@ does not parse was not checked at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE
@@ -115,7 +118,7 @@ class Selection:
     """The resolved selection plus per-file ignores; answers "report this finding?"."""
 
     enabled: frozenset[str]
-    # (pattern, codes) pairs, patterns matched like files.PathFilter's.
+    # (pattern, codes) pairs; gitignore-style patterns, "!" negates (globs.py).
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     root: str = "."
 
@@ -123,11 +126,11 @@ class Selection:
         """Codes reported in ``path`` after per-file ignores."""
         if not self.per_file_ignores:
             return self.enabled
-        from lint_plugin.files import PathFilter
+        from lint_plugin.globs import key_matches
 
         ignored: set[str] = set()
         for pattern, codes in self.per_file_ignores:
-            if PathFilter(self.root, exclude=(pattern,)).is_excluded(path):
+            if key_matches(pattern, path, self.root):
                 ignored |= codes
         return self.enabled - ignored
 
@@ -155,3 +158,26 @@ def build_selection(
         for pattern, selectors in per_file_ignores
     )
     return Selection(resolve(layers, codes), resolved_per_file, root)
+
+
+class PerFileSelection:
+    """The selection of each file's own configuration, built once per configuration.
+    Answers like ``Selection`` (``codes_for``, ``is_reported``)."""
+
+    def __init__(self, build: Callable[[str], Selection], key: Callable[[str], object]):
+        self._build = build
+        self._key = key
+        self._built: dict[object, Selection] = {}
+
+    def for_path(self, path: str) -> Selection:
+        """Raises SelectorError (or the configuration's error) on first use."""
+        key = self._key(path)
+        if key not in self._built:
+            self._built[key] = self._build(path)
+        return self._built[key]
+
+    def codes_for(self, path: str) -> frozenset[str]:
+        return self.for_path(path).codes_for(path)
+
+    def is_reported(self, code: str, path: str) -> bool:
+        return code == SYNTAX_ERROR_CODE or code in self.codes_for(path)

@@ -53,6 +53,7 @@ def _load() -> dict[str, Rule]:
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
         kvi006_unguarded_launch,
+        kvi100_unused_noqa,
     )
 
     return (
@@ -62,6 +63,7 @@ def _load() -> dict[str, Rule]:
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
         kvi006_unguarded_launch,
+        kvi100_unused_noqa,
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin import runtime
+from lint_plugin.noqa import review
 from lint_plugin.scan import check_source
 
 SOURCE = """\
@@ -45,7 +46,8 @@ def snippet(tmp_path: Path) -> Path:
 
 
 def test_flake8_honours_noqa_on_the_reported_row(snippet: Path) -> None:
-    assert flake8(snippet) == [(3, 13, "KVI001"), (7, 13, "KVI002")]
+    # Row 7's directive names KVI004, so KVI002 stays and the directive is unused.
+    assert flake8(snippet) == [(3, 13, "KVI001"), (7, 13, "KVI002"), (7, 74, "KVI100")]
 
 
 def test_check_reports_what_flake8_reports(snippet: Path, capsys) -> None:
@@ -62,7 +64,8 @@ def test_check_reports_what_flake8_reports(snippet: Path, capsys) -> None:
 
 
 def test_check_and_flake8_positions_agree(snippet: Path) -> None:
-    unfiltered = {(f.row, f.column, f.code) for f in check_source(SOURCE.encode(), "x")}
+    found = review(check_source(SOURCE.encode(), "x"), SOURCE, "x")
+    unfiltered = {(f.row, f.column, f.code) for f in found}
     assert set(flake8(snippet)) <= unfiltered
 
 
@@ -99,3 +102,90 @@ def test_opt_in_rule_needs_its_own_code_in_flake8_too(tmp_path: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert result.stdout.split() == ["KVI006"]
+
+
+# Each spelling on a site's own row, and a directive that black moved to the last
+# row of the statement: flake8 (with the plugin) and check report the same.
+SPELLINGS = [
+    "# noqa", "#noqa", "# NOQA", "# noqa:KVI001", "# noqa: kvi001", "# noqa : KVI002",
+    "# noqa: KVI00", "# noqa: KVI", "# noqa:  KVI001", "# noqa: E501",
+    "# noqa: KVI002  # noqa: KVI001", '"# noqa"',
+]  # fmt: skip
+
+
+def _site(comment: str) -> str:
+    return (
+        "class XMultiStepDraftBackend:\n"
+        "    def f(self, seq_lens_sum, bs, i):\n"
+        f"        return seq_lens_sum * self.topk + bs * (i + 1)  {comment}\n"
+    )
+
+
+def _moved(comment: str) -> str:
+    return (
+        "class XMultiStepDraftBackend:\n"
+        "    def f(self, seq_lens_sum, bs, i):\n"
+        "        return g(\n"
+        "            seq_lens_sum * self.topk + bs * (i + 1),\n"
+        f"        )  {comment}\n"
+    )
+
+
+@pytest.mark.parametrize("layout", [_site, _moved])
+@pytest.mark.parametrize("comment", SPELLINGS)
+def test_flake8_and_check_agree_on_every_spelling(
+    tmp_path: Path, capsys, layout, comment: str
+) -> None:
+    import json
+
+    from lint_plugin.cli import main
+
+    path = tmp_path / "backend.py"
+    path.write_text(layout(comment).replace('  "# noqa"', '; s = "# noqa"'))
+    main(["check", "--no-config", "--output-format", "json", str(path)])
+    reported = json.loads(capsys.readouterr().out)
+    found = [
+        (f["location"]["row"], f["location"]["column"], f["code"]) for f in reported
+    ]
+    assert found == flake8(path)
+
+
+def test_disable_noqa_turns_off_both_passes(tmp_path: Path) -> None:
+    path = tmp_path / "backend.py"
+    path.write_text(_site("# noqa: KVI001"))
+    assert flake8(path) == []
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--disable-noqa", "--format", "%(row)d|%(code)s", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.stdout.split() == ["3|KVI001"]  # no KVI100 either
+
+
+STRING_CLOSES_THE_ROW = (
+    "class XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i):\n"
+    '        return seq_lens_sum * self.topk + bs * (i + 1) + len("""\n'
+    'text""")\n'
+)
+
+
+def test_a_site_on_a_row_that_opens_a_string(tmp_path: Path, capsys, monkeypatch):
+    """The site's row ends inside a string: the directive goes on the statement's
+    last row (JSON's noqa_row says so), once; check and flake8 then agree."""
+    import json
+
+    from lint_plugin.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "backend.py"
+    path.write_text(STRING_CLOSES_THE_ROW)
+    main(["check", "--no-config", "--output-format", "json", "backend.py"])
+    (finding,) = json.loads(capsys.readouterr().out)
+    assert (finding["location"]["row"], finding["noqa_row"]) == (3, 4)
+    for _ in range(2):
+        assert main(["check", "--no-config", "--add-noqa", "backend.py"]) == 0
+    assert path.read_text().count("# noqa: KVI001") == 1
+    assert path.read_text().splitlines()[3].endswith('""")  # noqa: KVI001')
+    assert main(["check", "--no-config", "backend.py"]) == 0
+    assert flake8(path) == []

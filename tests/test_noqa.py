@@ -12,53 +12,97 @@ def at(row: int, code: str = "KVI001") -> Finding:
     return Finding("a.py", row, 1, row, 2, code, "msg")
 
 
-@pytest.mark.parametrize(
-    ("comment", "codes"),
-    [
-        ("# noqa", None),
-        ("#noqa", None),
-        ("# NOQA", None),
-        ("# noqa: this is fine", None),  # no codes: flake8 reads it as blanket
-        ("# noqa:KVI001", {"KVI001"}),
-        ("# noqa: KVI001,KVI002", {"KVI001", "KVI002"}),
-        ("# noqa: KVI001 KVI002", {"KVI001", "KVI002"}),
-        ("# noqa : kvi003", {"KVI003"}),
-        ("# pragma: x  # noqa: KVI004", {"KVI004"}),
-    ],
-)
-def test_line_directive_codes(comment, codes):
-    directive = parse_suppressions(f"x = 1  {comment}\n").rows[1]
-    assert directive.codes == (None if codes is None else frozenset(codes))
+# Every spelling people write, judged against flake8's own code (in process): the
+# two front ends must agree on each (code, directive) pair.
+SPELLINGS = [
+    "# noqa",
+    "#noqa",
+    "#  noqa",
+    "# NOQA",
+    "# NoQA:KVI001",
+    "# noqa: this is fine",
+    "# noqa:KVI001",
+    "# noqa:  KVI001",
+    "# noqa: KVI001,KVI002",
+    "# noqa: KVI001 KVI002",
+    "# noqa: KVI001, E501",
+    "# noqa : KVI003",
+    "# noqa: kvi001",
+    "# noqa: KVI00",
+    "# noqa: KVI",
+    "# pragma: x  # noqa: KVI004",
+    "# noqa: KVI002  # noqa: KVI001",
+    "# noqa:E501,KVI001 because",
+]
+CODES = ["KVI001", "KVI002", "KVI003", "KVI004"]
+READ_FURTHER_THAN_FLAKE8 = {"# noqa: KVI002  # noqa: KVI001"}
+
+
+@pytest.mark.parametrize("comment", SPELLINGS)
+@pytest.mark.parametrize("code", CODES)
+def test_a_directive_suppresses_exactly_what_flake8_suppresses(comment, code):
+    from flake8.violation import Violation
+
+    line = f"x = 1  {comment}\n"
+    flake8 = Violation(code, "a.py", 1, 1, "msg", line).is_inline_ignored(False)
+    ours = parse_suppressions(line).suppresses(at(1, code))
+    if comment in READ_FURTHER_THAN_FLAKE8:
+        # flake8 reads a row's first directive only (it may be in a string); every
+        # one counts here, a superset, and the plugin applies it before flake8.
+        assert ours >= flake8
+    else:
+        assert ours == flake8
 
 
 @pytest.mark.parametrize(
-    "source",
+    ("source", "row"),
     [
-        'x = "# noqa"\n',
-        "x = '''\n# noqa\n'''\n",
-        "x = 1  # not a noqaKVI001 directive\n",
+        ('x = "# noqa"\n', 1),  # flake8 searches the line, strings included
+        ("x = '''\n# noqa\n'''\n", 1),  # a directive in the string's rows
     ],
 )
-def test_no_directive_outside_comments(source):
-    suppressions = parse_suppressions(source)
-    assert suppressions.rows == {} and not suppressions.file_all
+def test_directive_text_counts_wherever_flake8_sees_it(source, row):
+    assert parse_suppressions(source).suppresses(at(row))
 
 
 @pytest.mark.parametrize(
     ("source", "file_all", "file_codes"),
     [
         ("# flake8: noqa\n", True, set()),
+        ("  # flake8: noqa\n", True, set()),
+        ("# FLAKE8=NOQA\n", True, set()),
+        ("# flake8: noqa: KVI001\n", True, set()),  # flake8 skips the whole file
+        ("#flake8: noqa\n", False, set()),  # flake8 wants "# flake8"
         ("  # ruff: noqa\n", True, set()),
-        ("# flake8=noqa\n", True, set()),
         ("# ruff: noqa: KVI001, KVI002\n", False, {"KVI001", "KVI002"}),
         ("x = 1  # flake8: noqa\n", False, set()),  # not on its own line
-        ('"""\n# flake8: noqa\n"""\n', False, set()),  # inside a string
+        ('"""\n# flake8: noqa\n"""\n', True, set()),  # flake8 reads lines
     ],
 )
 def test_file_level_directives(source, file_all, file_codes):
     suppressions = parse_suppressions(source)
     assert suppressions.file_all is file_all
     assert suppressions.file_codes == frozenset(file_codes)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "# flake8: noqa\n",
+        "# flake8: noqa: KVI001\n",
+        "#flake8: noqa\n",
+        "x # flake8: noqa\n",
+    ],
+)
+def test_file_level_flake8_directive_as_flake8_reads_it(source):
+    from types import SimpleNamespace
+
+    from flake8.processor import FileProcessor
+
+    processor = FileProcessor.__new__(FileProcessor)
+    processor.options = SimpleNamespace(disable_noqa=False)
+    processor.lines = source.splitlines(keepends=True)
+    assert parse_suppressions(source).file_all == processor.should_ignore_file()
 
 
 def test_apply_noqa_is_per_row_and_spares_syntax_errors():
@@ -111,16 +155,19 @@ def test_add_noqa_keeps_each_rows_line_ending_and_the_bom():
 
 
 @pytest.mark.parametrize(
-    ("source", "row"),
+    ("source", "row", "after"),
     [
-        ('x = f("""\nbody\n""")\n', 1),  # row ends inside a string
-        ('x = f("""\nbody\n""")\n', 2),
-        ("x = a + \\\n    b\n", 1),  # backslash continuation
+        # The row ends inside a string: the directive goes where a comment can.
+        ('x = f("""\nbody\n""")\n', 1, 'x = f("""\nbody\n""")  # noqa: KVI001\n'),
+        ('x = f("""\nbody\n""")\n', 2, 'x = f("""\nbody\n""")  # noqa: KVI001\n'),
+        ("x = a + \\\n    b\n", 1, "x = a + \\\n    b  # noqa: KVI001\n"),
     ],
 )
-def test_add_noqa_skips_rows_without_room(source, row):
+def test_add_noqa_moves_off_rows_without_room_within_the_statement(source, row, after):
     edit = add_noqa(source, {row: ["KVI001"]})
-    assert (edit.source, edit.added, edit.skipped) == (source, 0, [row])
+    assert (edit.source, edit.added, edit.skipped) == (after, 1, [])
+    assert apply_noqa([at(row)], edit.source) == []
+    assert add_noqa(edit.source, {row: ["KVI001"]}).added == 0  # no duplicate
 
 
 def test_add_noqa_after_a_closing_triple_quote_is_fine():
@@ -138,3 +185,20 @@ def test_add_noqa_then_apply_noqa_suppresses_everything():
     edited = add_noqa(source, rows).source
     assert apply_noqa(findings, edited) == []
     assert add_noqa(edited, rows).added == 0  # a second run changes nothing
+
+
+def test_a_directive_inside_a_string_is_never_edited():
+    source = 'x = a + len("# noqa: E501")\n'
+    edit = add_noqa(source, {1: ["KVI001"]})
+    assert edit.source == 'x = a + len("# noqa: E501")  # noqa: KVI001\n'
+    assert apply_noqa([at(1)], edit.source) == []  # the comment's directive counts
+    assert add_noqa(edit.source, {1: ["KVI001"]}).added == 0
+
+
+def test_unused_codes_in_a_string_are_not_reported():
+    from lint_plugin.noqa import review
+
+    source = 'x = len("# noqa: KVI001")\n'
+    assert review([], source, "a.py") == []
+    unused = review([], "x = 1  # noqa: KVI001\n", "a.py")
+    assert [f.code for f in unused] == ["KVI100"]

@@ -37,7 +37,9 @@ RUFF_KEYS = {
     "fix",
     "location",
     "message",
+    "name",
     "noqa_row",
+    "severity",
     "url",
 }
 
@@ -65,8 +67,10 @@ def test_json_has_ruffs_keys_and_round_trips():
         },
         "location": {"column": 5, "row": 3},
         "message": "inline `a * b`",
+        "name": RULES["KVI001"].name,
         "noqa_row": 3,
-        "url": RULES["KVI001"].url,
+        "severity": "error",
+        "url": None,  # no public docs page is known: null, never a command
     }
     assert by_code["KVI004"]["fix"] is None
     assert by_code["KVI003"]["fix"]["applicability"] == "unsafe"

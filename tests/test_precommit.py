@@ -231,7 +231,7 @@ def test_manifest_validates() -> None:
 @pytest.mark.parametrize(
     ("hook_id", "entry", "require_serial"),
     [
-        (CHECK_HOOK, "draft-kv-lint check --force-exclude", False),
+        (CHECK_HOOK, "draft-kv-lint check --force-exclude", True),
         (FIX_HOOK, "draft-kv-lint fix --force-exclude", True),
     ],
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,3 +30,112 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert commands[0] == "pip install . && draft-kv-lint check fixtures/"
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == commands[1]
+
+
+# --- SGLang's layout, end to end: the README's snippets, copied as they are -----------
+
+SNIPPET = re.compile(
+    r"<!-- readme-test: (?P<name>\S+) -->\n```\w*\n(?P<body>.*?)```", re.S
+)
+SNIPPETS = {m["name"]: m["body"] for m in SNIPPET.finditer(README)}
+ATTENTION = Path("python/sglang/srt/layers/attention")
+
+
+def test_the_layout_section_has_every_snippet() -> None:
+    assert set(SNIPPETS) == {
+        "python/pyproject.toml",
+        ".flake8",
+        ".isort.cfg",
+        ".pre-commit-config.yaml",
+        "commands",
+    }
+    assert "select = KVI\n" in SNIPPETS[".flake8"]  # never extend-select
+
+
+def _run(line: str, cwd: Path) -> subprocess.CompletedProcess:
+    import shlex
+
+    bin_dir = Path(sys.executable).parent
+    argv = shlex.split(line)
+    argv[0] = str(bin_dir / argv[0])
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+
+
+def _positions(output: str) -> set[tuple[str, str, str]]:
+    return set(re.findall(r"^(\S+?):(\d+):\d+: (KVI\d+)", output, flags=re.M))
+
+
+def test_sglang_layout_snippets_work_as_copied(tmp_path: Path) -> None:
+    import shutil
+
+    repo = tmp_path / "sglang"
+    (repo / ATTENTION).mkdir(parents=True)
+    for backend in sorted((ROOT / "fixtures").glob("*.py")):
+        shutil.copy(backend, repo / ATTENTION / backend.name)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "python" / "pyproject.toml").write_text(
+        '[project]\nname = "sglang"\n\n' + SNIPPETS["python/pyproject.toml"]
+    )
+    for name in (".flake8", ".isort.cfg"):
+        (repo / name).write_text(SNIPPETS[name])
+
+    check, flake8, fix, isort, black = SNIPPETS["commands"].strip().splitlines()
+    checked = _run(check, repo)
+    assert checked.returncode == 1 and "Found 13 errors." in checked.stdout
+    flaked = _run(flake8, repo)
+    assert flaked.returncode == 1
+    # Only KVI results (select = KVI), the same ones check reports.
+    assert all(": KVI" in line for line in flaked.stdout.splitlines())
+    assert _positions(flaked.stdout) == _positions(checked.stdout)
+
+    assert _run(fix, repo).returncode == 0
+    assert _run(isort, repo).returncode == 0  # the added import is where isort wants it
+    assert _run(black, repo).returncode == 0
+    left = _run(check, repo)
+    assert {code for _, _, code in _positions(left.stdout)} == {"KVI003"}
+
+
+def test_precommit_snippet_order_and_validity(tmp_path: Path) -> None:
+    import yaml
+
+    text = SNIPPETS[".pre-commit-config.yaml"]
+    config = yaml.safe_load(text)
+    order = [hook["id"] for repo in config["repos"] for hook in repo["hooks"]]
+    assert order == ["draft-kv-lint-fix", "isort", "black", "draft-kv-lint"]
+    path = tmp_path / ".pre-commit-config.yaml"
+    path.write_text(
+        text.replace("<DRAFT_KV_LINT_REPO_URL>", str(ROOT)).replace("<REV>", "HEAD")
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "validate-config", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_workflow_installs_a_pinned_git_revision_and_watches_every_backend() -> None:
+    import yaml
+
+    text = (ROOT / "docs" / "github-workflow.yml").read_text()
+    workflow = yaml.safe_load(text)
+    steps = workflow["jobs"]["draft-kv-lint"]["steps"]
+    runs = [step.get("run", "") for step in steps]
+    assert 'pip install "draft-kv-lint @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>"' in runs
+    for placeholder in ("<DRAFT_KV_LINT_REPO_URL>", "<REV>"):
+        assert f"#   {placeholder}" in text  # each placeholder is explained
+    assert not any(re.search(r"pip install draft-kv-lint\b", run) for run in runs)
+    watched = workflow[True]["pull_request"]["paths"]  # YAML 1.1 reads `on` as True
+    checked = [run for run in runs if run.startswith("draft-kv-lint check")]
+    for folder in (
+        "python/sglang/srt/layers/attention/flashinfer_backend.py",
+        "python/sglang/srt/hardware_backend/npu/attention/ascend_backend.py",
+    ):
+        assert any(_glob_matches(pattern, folder) for pattern in watched), folder
+        assert all(" python/sglang/srt" in run for run in checked)
+
+
+def _glob_matches(pattern: str, path: str) -> bool:
+    # GitHub's paths filter: ** spans folders, * stays within one.
+    regex = re.escape(pattern).replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
+    return re.fullmatch(regex, path) is not None

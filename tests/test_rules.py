@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from lint_plugin.noqa import review
 from lint_plugin.rules import OPT_IN, RULES
 from lint_plugin.scan import check_source
 from lint_plugin.settings import Settings
@@ -16,7 +17,8 @@ EVERY_RULE = Settings(opt_in=OPT_IN)
 
 
 def codes(source: str) -> list[str]:
-    return [f.code for f in check_source(source.encode(), "snippet.py", EVERY_RULE)]
+    findings = check_source(source.encode(), "snippet.py", EVERY_RULE)
+    return [f.code for f in review(findings, source, "snippet.py")]
 
 
 VALID = [

@@ -1,9 +1,11 @@
 """Report writers for ``check``: one module per format, imported only when chosen.
 
-``text`` (flake8/ruff concise lines), ``json`` (ruff's keys), ``github`` (workflow
-annotations) and ``sarif`` (2.1.0). Every writer takes the already filtered, sorted
-findings and returns what goes to stdout; file errors always go to stderr, one
-``path: error: reason`` line each, whatever the format (the CLI prints them).
+``text``/``concise`` (flake8/ruff concise lines), ``full`` (the lines with the code
+they point at and the fix), ``json`` and ``json-lines`` (ruff's keys), ``github``
+(workflow annotations) and ``sarif`` (2.1.0). Every writer takes the already
+filtered, sorted findings and returns what goes to stdout; file errors always go to
+stderr, one ``path: error: reason`` line each, whatever the format (the CLI prints
+them).
 
 This package must stay cheap to import: ``config`` imports ``OUTPUT_FORMATS`` on every
 run, so nothing here imports ``json`` or the rule catalogue at module level.
@@ -11,11 +13,19 @@ run, so nothing here imports ``json`` or the rule catalogue at module level.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 
-OUTPUT_FORMATS = ("text", "json", "github", "sarif")
+OUTPUT_FORMATS = (
+    "text",
+    "concise",
+    "full",
+    "json",
+    "json-lines",
+    "github",
+    "sarif",
+)
 SYNTAX_ERROR_NAME = "syntax-error"
 TOOL_NAME = "draft-kv-lint"
 
@@ -40,28 +50,53 @@ def rule_name(code: str) -> str:
 
 
 def rule_url(code: str) -> str | None:
-    """What ruff's ``url`` key holds; we have no web docs, so the command that
-    prints them (``Rule.url``). None for syntax errors, as in ruff."""
-    if code == SYNTAX_ERROR_CODE:
-        return None
-    from lint_plugin.rules import RULES
+    """ruff's ``url`` key: a web page of the rule's docs. This project has no
+    public hosting known to it, so there is none to give (``null``, as ruff gives
+    for a code without a page) rather than something that is not a URL; the docs
+    are ``draft-kv-lint rule CODE`` and the README's rule section."""
+    return None
 
-    rule = RULES.get(code)
-    return rule.url if rule is not None else None
+
+def severity(code: str) -> str:
+    return "error"
 
 
 def render(
-    output_format: str, findings: Sequence[Finding], error_count: int = 0
+    output_format: str,
+    findings: Sequence[Finding],
+    error_count: int = 0,
+    *,
+    sources: Mapping[str, bytes] | None = None,
+    show_fixes: bool = False,
+    color: bool = False,
 ) -> str:
-    """Everything ``check`` prints on stdout for ``findings`` in ``output_format``."""
-    if output_format == "text":
+    """Everything ``check`` prints on stdout for ``findings`` in ``output_format``.
+
+    ``sources`` (path to bytes) lets ``full`` show the code and lets the machine
+    formats complete each fix with its import edit."""
+    sources = sources or {}
+    if output_format in ("json", "json-lines", "sarif") and sources:
+        from lint_plugin.output.complete_fixes import complete
+
+        findings = complete(findings, sources)
+    if output_format in ("text", "concise", "full"):
         from lint_plugin.output import text
 
-        return text.render(findings, error_count)
+        return text.render(
+            findings,
+            error_count,
+            sources=sources if output_format == "full" else None,
+            show_fixes=show_fixes or output_format == "full",
+            color=color,
+        )
     if output_format == "json":
         from lint_plugin.output import json_format
 
-        return json_format.render(findings)
+        return json_format.render(findings, sources)
+    if output_format == "json-lines":
+        from lint_plugin.output import json_format
+
+        return json_format.render_lines(findings, sources)
     if output_format == "github":
         from lint_plugin.output import github
 

@@ -10,8 +10,10 @@ endColumn=C2::CODE message
 GitHub's escaping rules: in the message (data) ``%``, CR and LF become ``%25``,
 ``%0D``, ``%0A``; in property values ``:`` and ``,`` are escaped too (``%3A``,
 ``%2C``), since they delimit the properties. ``%`` goes first so the escapes
-themselves are not escaped again. Paths are written as given (relative to the
-working folder, which is the repository root in a workflow), with ``/``.
+themselves are not escaped again. GitHub resolves ``file`` against the repository
+root, so paths are written relative to the enclosing git work tree (whatever the
+folder the tool ran from: ``python/`` in SGLang), with ``/``; a file outside it is
+written absolute, as ruff writes every path.
 """
 
 from __future__ import annotations
@@ -31,10 +33,20 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def format_finding(finding: Finding) -> str:
+def annotation_path(path: str, root: str | None = None) -> str:
+    from lint_plugin.output.sarif import repository_root
+
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root or repository_root())
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return absolute.replace(os.sep, "/")
+    return relative.replace(os.sep, "/")
+
+
+def format_finding(finding: Finding, root: str | None = None) -> str:
     properties = {
         "title": f"{TOOL_NAME} ({finding.code})",
-        "file": finding.path.replace(os.sep, "/"),
+        "file": annotation_path(finding.path, root),
         "line": str(finding.row),
         "col": str(finding.column),
         "endLine": str(finding.end_row),
@@ -47,4 +59,7 @@ def format_finding(finding: Finding) -> str:
 
 
 def render(findings: Sequence[Finding]) -> str:
-    return "".join(format_finding(f) + "\n" for f in findings)
+    from lint_plugin.output.sarif import repository_root
+
+    root = repository_root()
+    return "".join(format_finding(f, root) + "\n" for f in findings)

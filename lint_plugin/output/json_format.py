@@ -4,26 +4,29 @@
 Keys and shapes as ruff writes them: ``cell`` (null: no notebooks), ``code``,
 ``end_location``/``location`` (``{column, row}``, 1-based), ``filename`` (absolute),
 ``fix`` (null or ``{applicability, edits: [{content, end_location, location}],
-message}``), ``message``, ``noqa_row`` (the row a ``# noqa`` must be on; null for
-syntax errors, which cannot be suppressed), ``url``. Sorted by file and position; an
-empty run prints ``[]``.
+message}``; the edits are complete: a helper call's fix carries the import too),
+``message``, ``name`` (the rule's kebab-case name), ``noqa_row`` (where ``--add-noqa``
+would write; null for syntax errors, which cannot be suppressed), ``severity``,
+``url`` (null: no public docs page is known, see ``output.rule_url``). Sorted by file
+and position; an empty run prints ``[]``. ``json-lines`` writes the same objects one
+per line.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.output import rule_url
+from lint_plugin.output import rule_name, rule_url, severity
 
 
 def _location(row: int, column: int) -> dict[str, int]:
     return {"column": column, "row": row}
 
 
-def finding_to_dict(finding: Finding) -> dict[str, object]:
+def finding_to_dict(finding: Finding, noqa_row: int | None = None) -> dict[str, object]:
     fix = None
     if finding.fix is not None:
         fix = {
@@ -46,11 +49,55 @@ def finding_to_dict(finding: Finding) -> dict[str, object]:
         "fix": fix,
         "location": _location(finding.row, finding.column),
         "message": finding.message,
-        "noqa_row": None if finding.code == SYNTAX_ERROR_CODE else finding.row,
+        "name": rule_name(finding.code),
+        "noqa_row": None
+        if finding.code == SYNTAX_ERROR_CODE
+        else (noqa_row or finding.row),
+        "severity": severity(finding.code),
         "url": rule_url(finding.code),
     }
 
 
-def render(findings: Sequence[Finding]) -> str:
+def _noqa_rows(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None
+) -> list[int | None]:
+    """Where ``--add-noqa`` would write each directive (needs the file's text)."""
+    rows: list[int | None] = [None] * len(findings)
+    if not sources:
+        return rows
+    from lint_plugin.noqa import noqa_rows
+
+    by_path: dict[str, list[int]] = {}
+    for index, finding in enumerate(findings):
+        by_path.setdefault(finding.path, []).append(index)
+    for path, indexes in by_path.items():
+        data = sources.get(path)
+        if data is None:
+            continue
+        text = data.decode("utf-8-sig", errors="replace")
+        for index, row in zip(
+            indexes, noqa_rows([findings[i] for i in indexes], text), strict=True
+        ):
+            rows[index] = row
+    return rows
+
+
+def _dicts(findings, sources) -> list[dict[str, object]]:
     ordered = sorted(findings, key=lambda f: f.sort_key)
-    return json.dumps([finding_to_dict(f) for f in ordered], indent=2) + "\n"
+    rows = _noqa_rows(ordered, sources)
+    return [finding_to_dict(f, row) for f, row in zip(ordered, rows, strict=True)]
+
+
+def render(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None = None
+) -> str:
+    return json.dumps(_dicts(findings, sources), indent=2) + "\n"
+
+
+def render_lines(
+    findings: Sequence[Finding], sources: Mapping[str, bytes] | None = None
+) -> str:
+    return "".join(
+        json.dumps(item, separators=(",", ":")) + "\n"
+        for item in _dicts(findings, sources)
+    )

@@ -3,7 +3,9 @@
 One run; ``tool.driver`` carries the catalogue (every KVI rule plus E999) with its
 docs as markdown, so a viewer shows the same text as ``draft-kv-lint rule CODE``.
 Rules have no web page, so there is no ``helpUri`` (it must be a real URI); the
-command that prints the docs is in the rule's ``properties``.
+command that prints the docs is in the rule's ``properties``. A result with a safe
+fix carries it in ``fixes`` (every edit, the helper's import included), as ruff's
+SARIF does; the log validates against the official 2.1.0 schema (tested).
 
 Locations are repository-relative (``uriBaseId`` ``%SRCROOT%``, POSIX separators,
 percent-encoded): code scanning matches them to the checkout, and the report stays
@@ -22,7 +24,7 @@ from urllib.parse import quote
 
 from lint_plugin import __version__
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.output import SYNTAX_ERROR_NAME, TOOL_NAME
+from lint_plugin.output import SYNTAX_ERROR_NAME, TOOL_NAME, is_fixable
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"
@@ -77,7 +79,7 @@ def rule_descriptors() -> list[dict[str, object]]:
                 "defaultConfiguration": {"level": "error"},
                 "properties": {
                     "fixSafety": rule.fix_safety or "none",
-                    "docs": rule.url,
+                    "docs": f"draft-kv-lint rule {code}",
                 },
             }
         )
@@ -102,6 +104,32 @@ def artifact_location(path: str, root: str) -> dict[str, str]:
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         return {"uri": Path(absolute).as_uri()}
     return {"uri": quote(relative.replace(os.sep, "/")), "uriBaseId": SRCROOT}
+
+
+def _fix(finding: Finding, root: str) -> dict[str, object]:
+    """A SARIF ``fix``: the safe fix's edits as replacements (import included)."""
+    replacements = []
+    for edit in finding.fix.edits:
+        replacement: dict[str, object] = {
+            "deletedRegion": {
+                "startLine": edit.row,
+                "startColumn": edit.column,
+                "endLine": edit.end_row,
+                "endColumn": edit.end_column,
+            }
+        }
+        if edit.content:
+            replacement["insertedContent"] = {"text": edit.content}
+        replacements.append(replacement)
+    return {
+        "description": {"text": finding.fix.message},
+        "artifactChanges": [
+            {
+                "artifactLocation": artifact_location(finding.path, root),
+                "replacements": replacements,
+            }
+        ],
+    }
 
 
 def build_log(
@@ -132,6 +160,8 @@ def build_log(
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
+        if is_fixable(finding):
+            result["fixes"] = [_fix(finding, root)]
         results.append(result)
     return {
         "$schema": SCHEMA,

@@ -11,18 +11,51 @@ many can be fixed, on stdout after the findings.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import Finding
 from lint_plugin.output import TOOL_NAME, has_unsafe_fix, is_fixable
 
+_BOLD, _RED, _CYAN, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
 
-def format_finding(finding: Finding) -> str:
+
+def format_finding(finding: Finding, color: bool = False) -> str:
     marker = "[*] " if is_fixable(finding) else ""
+    if color:
+        return (
+            f"{_BOLD}{finding.path}{_RESET}{_CYAN}:{_RESET}{finding.row}{_CYAN}:"
+            f"{_RESET}{finding.column}{_CYAN}:{_RESET} {_BOLD}{_RED}{finding.code}"
+            f"{_RESET} {marker}{finding.message}"
+        )
     return (
         f"{finding.path}:{finding.row}:{finding.column}: "
         f"{finding.code} {marker}{finding.message}"
     )
+
+
+def _context(finding: Finding, data: bytes | None) -> list[str]:
+    """ruff's ``full`` layout: the flagged rows, a caret line under the span."""
+    if data is None:
+        return []
+    lines = data.decode("utf-8-sig", errors="replace").splitlines()
+    last = min(finding.end_row, finding.row + 4, len(lines))
+    rows = range(finding.row, last + 1)
+    width = len(str(last))
+    out = [f"{'':>{width}} |"]
+    for row in rows:
+        out.append(f"{row:>{width}} | {lines[row - 1]}")
+    if finding.row == finding.end_row:
+        carets = "^" * max(1, finding.end_column - finding.column)
+        out.append(f"{'':>{width}} | {' ' * (finding.column - 1)}{carets}")
+    out.append(f"{'':>{width}} |")
+    return out
+
+
+def _fix_lines(finding: Finding) -> list[str]:
+    if finding.fix is None:
+        return []
+    safety = "" if finding.fix.applicability == "safe" else " (unsafe)"
+    return [f"  help{safety}: {finding.fix.message}"]
 
 
 def _plural(count: int, word: str) -> str:
@@ -52,7 +85,22 @@ def summary(findings: Sequence[Finding], error_count: int = 0) -> list[str]:
     return lines
 
 
-def render(findings: Sequence[Finding], error_count: int = 0) -> str:
-    lines = [format_finding(f) for f in findings]
-    lines += summary(findings, error_count)
-    return "\n".join(lines) + "\n"
+def render(
+    findings: Sequence[Finding],
+    error_count: int = 0,
+    *,
+    sources: Mapping[str, bytes] | None = None,
+    show_fixes: bool = False,
+    color: bool = False,
+    quiet: bool = False,
+) -> str:
+    lines = []
+    for finding in findings:
+        lines.append(format_finding(finding, color))
+        if sources is not None:
+            lines += _context(finding, sources.get(finding.path))
+        if show_fixes:
+            lines += _fix_lines(finding)
+    if not quiet:
+        lines += summary(findings, error_count)
+    return "\n".join(lines) + "\n" if lines else ""
