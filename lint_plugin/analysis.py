@@ -12,7 +12,6 @@ import bisect
 import re
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from lint_plugin.allocations import (
     is_allocation,
@@ -42,6 +41,7 @@ from lint_plugin.formulas import (
     render_call,
     render_replacement,
 )
+from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import DECISIONS, OPT_IN, RULES
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
@@ -91,14 +91,14 @@ def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
     return index < len(rows) and rows[index] <= node.end_lineno
 
 
-@dataclass
+@record
 class _Scope:
     """What a function (and the functions nested in it) says about its names."""
 
     aliases: dict[str, Role] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Context:
     scope: _Scope | None = None
     function: FunctionFacts | None = None

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from lint_plugin.records import record
 from lint_plugin.roles import Role, role_of_name
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Leaf:
     node: object
     name: str | None = None  # last segment of a dotted name
@@ -23,19 +23,19 @@ class Leaf:
     role: Role | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Term:
     negative: bool
     expr: Expr
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Sum:
     node: object
     terms: tuple[Term, ...]
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Product:
     node: object
     factors: tuple[Expr, ...]
@@ -44,7 +44,7 @@ class Product:
 Expr = Leaf | Sum | Product
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Adapter:
     """How to read one parser's nodes.
 

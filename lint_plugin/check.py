@@ -10,16 +10,16 @@ every other file.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from lint_plugin.files import read_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa import may_hold_own_directive, review
+from lint_plugin.records import field, record
 from lint_plugin.selection import Selection
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 
 
-@dataclass
+@record
 class FileReport:
     """One file's reportable findings and the bytes they were found in."""
 
@@ -28,7 +28,7 @@ class FileReport:
     findings: list[Finding]
 
 
-@dataclass
+@record
 class CheckResult:
     reports: list[FileReport] = field(default_factory=list)  # files with findings
     errors: list[FileError] = field(default_factory=list)  # could not be checked

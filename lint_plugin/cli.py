@@ -35,11 +35,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lint_plugin import __version__
 from lint_plugin.prove import add_prove_parser
+from lint_plugin.records import record
+
+TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
     from collections.abc import Callable
@@ -150,7 +151,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@dataclass
+@record
 class Plan:
     """What a run will look at and report, resolved from options and configuration."""
 
@@ -652,13 +653,39 @@ def run_fix_command(args: argparse.Namespace) -> int:
 # --- entry point ------------------------------------------------------------------
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without ``shutil``: argparse builds one for every
+    ``add_argument`` and ``shutil`` (with bz2, lzma, locale) would be imported on
+    every run for it."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        if kwargs.get("width") is None:
+            try:
+                columns = int(os.environ.get("COLUMNS", ""))
+            except ValueError:
+                try:
+                    columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                except (AttributeError, ValueError, OSError):
+                    columns = 80
+            kwargs["width"] = max(columns - 2, 20)
+        super().__init__(prog, **kwargs)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Subcommand parsers are of the same class, so they share the formatter."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Keep SGLang's EAGLE draft-decode kv_indices buffers sized.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog=PROG)
     _add_check_parser(subparsers)
     add_fix_parser(subparsers)
     _add_rule_parser(subparsers)

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from lint_plugin.output import OUTPUT_FORMATS
+from lint_plugin.records import record
 
 TABLE = "draft-kv-lint"
 FILENAME = "pyproject.toml"
@@ -66,7 +66,7 @@ class ConfigError(Exception):
     """A configuration file that cannot be used; ``str()`` is one line naming it."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Config:
     """Settings from one file; ``select`` is None when the file does not set it."""
 

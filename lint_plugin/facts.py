@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import ast
 import bisect
-from dataclasses import dataclass, field
 
 from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 
 KERNEL = "generate_draft_decode_kv_indices"
@@ -31,7 +31,7 @@ def position(node: ast.AST) -> Position:
     return (node.lineno, node.col_offset)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Binding:
     """``name = value`` (``op`` set for ``name op= value``) at ``at``."""
 
@@ -69,7 +69,7 @@ class Bindings:
         return set(self._by_name)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class FunctionFacts:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     parent: FunctionFacts | None
@@ -82,7 +82,7 @@ class FunctionFacts:
     guards: list[ast.AST] = field(default_factory=list)
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Allocation:
     """A torch allocation call and the name it is assigned to, if any."""
 
@@ -91,14 +91,14 @@ class Allocation:
     target: str | None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class HelperCall:
     call: ast.Call
     helper: str
     function: FunctionFacts | None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class Launch:
     """``generate_draft_decode_kv_indices[grid](...)``: ``call`` is the launch."""
 
@@ -106,7 +106,7 @@ class Launch:
     function: FunctionFacts
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ClassFacts:
     node: ast.ClassDef
     functions: list[FunctionFacts] = field(default_factory=list)
@@ -150,7 +150,7 @@ class ClassFacts:
         return everywhere[0] if len(everywhere) == 1 else None
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class HelperBinding:
     """A helper's name bound by ``node`` (a def, an assignment, an import)."""
 
@@ -165,7 +165,7 @@ def _helper_names() -> dict[str, str]:
     return {name: name for name in HELPER_SLOTS}
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class ModuleFacts:
     classes: list[ClassFacts] = field(default_factory=list)
     # Names the helpers are called by here: their own, and trusted import aliases.

@@ -29,10 +29,10 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from lint_plugin.findings import FileError
 from lint_plugin.globs import GitIgnore, PatternList
+from lint_plugin.records import field, record
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -60,7 +60,7 @@ DEFAULT_EXCLUDE = (
 VENV_NAMES = frozenset({".venv", "venv", "env"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PathFilter:
     """What one configuration skips, relative to its folder."""
 
@@ -93,7 +93,7 @@ class PathFilter:
 FilterFor = Callable[[str], PathFilter]
 
 
-@dataclass
+@record
 class Discovery:
     """Files to check, in a stable order, and the paths that could not be used."""
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from lint_plugin.records import record
 
 SYNTAX_ERROR_CODE = "E999"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Edit:
     """Replace the text between two 1-based (row, column) points with ``content``."""
 
@@ -18,14 +18,14 @@ class Edit:
     end_column: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fix:
     applicability: str  # "safe" or "unsafe", as ruff spells it
     message: str
     edits: tuple[Edit, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One diagnostic; rows and columns are 1-based, columns count characters."""
 
@@ -43,7 +43,7 @@ class Finding:
         return (self.path, self.row, self.column, self.code)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileError:
     """A file that could not be checked at all (unreadable, not UTF-8, ...)."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 
 from lint_plugin.arith import Expr, Leaf, Product, Sum
+from lint_plugin.records import record
 from lint_plugin.roles import Role
 
 USED_LEN = "draft_kv_indices_used_len"
@@ -42,7 +42,7 @@ Arg = tuple[
 ]  # factors multiplied together (``bs`` may be ``num_seqs * topk``)
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class FormulaMatch:
     """An inline copy of a helper formula inside ``owner``.
 

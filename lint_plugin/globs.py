@@ -21,7 +21,8 @@ names files, so most runs never do.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+
+from lint_plugin.records import field, record
 
 _GLOB_CHARS = frozenset("*?[]!/\\")
 
@@ -38,7 +39,7 @@ def relative_posix(path: str, root: str) -> str | None:
     return relative.replace(os.sep, "/")
 
 
-@dataclass
+@record
 class PatternList:
     """An ordered gitignore-style list, relative to ``root``."""
 
@@ -121,7 +122,7 @@ def key_matches(pattern: str, path: str, root: str) -> bool:
 # --- .gitignore -----------------------------------------------------------------------
 
 
-@dataclass
+@record
 class GitIgnore:
     """The ``.gitignore`` files that apply below a git work tree's root, read once
     per folder; deeper files win, as in git."""

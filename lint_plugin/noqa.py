@@ -40,13 +40,11 @@ unused. E999 is never suppressed: a file that does not parse was not checked.
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
+from lint_plugin.records import field, record
 
 UNUSED_NOQA_CODE = "KVI100"
 OWN_PREFIX = "KVI"
@@ -78,7 +76,7 @@ def _covered(code: str, listed: Iterable[str]) -> bool:
     return code in listed or code.startswith(listed)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Directive:
     """The first ``# noqa`` of a row; ``codes`` None means every code."""
 
@@ -96,7 +94,7 @@ class Directive:
         return tuple(c for c in self.codes or () if c.upper().startswith(OWN_PREFIX))
 
 
-@dataclass
+@record
 class _Layout:
     """What tokenize tells about a file: statement extents, rows where a comment
     cannot go, where comments start. Computed only when a file needs it."""
@@ -110,6 +108,9 @@ class _Layout:
 def _layout(lines: Sequence[str]) -> _Layout:
     layout = _Layout()
     text = "\n".join(lines) + "\n"
+    import io
+    import tokenize  # only for files holding a directive: ~5 ms to import
+
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -142,7 +143,7 @@ def _layout(lines: Sequence[str]) -> _Layout:
     return layout
 
 
-@dataclass
+@record
 class Suppressions:
     """The directives of one file and what they suppress."""
 
@@ -343,7 +344,7 @@ def _removal(
 # --- writing directives (--add-noqa) ------------------------------------------------
 
 
-@dataclass
+@record
 class NoqaEdit:
     """Result of ``add_noqa``: the new text, how many rows changed, rows left alone."""
 

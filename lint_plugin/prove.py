@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+
+from lint_plugin.records import record
+
+TYPE_CHECKING = False  # not `typing`: imported by every `check` run through the CLI
 
 if TYPE_CHECKING:
     import subprocess
+    from pathlib import Path
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
@@ -63,7 +65,7 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_prove)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pair:
     label: str
     before: str  # text
@@ -85,6 +87,8 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 def _pairs(args: argparse.Namespace) -> list[Pair] | str:
+    from pathlib import Path
+
     if args.base is None:
         if len(args.paths) != 2:
             return "give --base REV [PATHS], or two files OLD NEW"
@@ -132,6 +136,8 @@ def changed_classes(pair: Pair) -> list[str]:
 
 
 def _find_kernel_file(args: argparse.Namespace, paths: list[Path]) -> Path | None:
+    from pathlib import Path
+
     if args.kernel:
         return Path(args.kernel)
     for path in paths:

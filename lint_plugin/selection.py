@@ -22,9 +22,9 @@ does not parse was not checked at all.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE
+from lint_plugin.records import record
 
 ALL = "ALL"
 
@@ -33,7 +33,7 @@ class SelectorError(ValueError):
     """A selector matching no known code (a typo would silently disable the gate)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Layer:
     """One source of settings (configuration file or command line)."""
 
@@ -113,7 +113,7 @@ def resolve(
     return frozenset(enabled)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Selection:
     """The resolved selection plus per-file ignores; answers "report this finding?"."""
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+
+from lint_plugin.records import record
 
 DEFAULT_HELPERS_MODULE = "sglang.srt.speculative.spec_utils"
 DEFAULT_GUARD_MODULE = "sglang.srt.layers.attention.utils"
@@ -11,7 +12,7 @@ DEFAULT_GUARD_MODULE = "sglang.srt.layers.attention.utils"
 RUNTIME_MODULE = "lint_plugin.runtime"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     helpers_module: str = DEFAULT_HELPERS_MODULE
     guard_module: str = DEFAULT_GUARD_MODULE

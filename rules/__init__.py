@@ -6,10 +6,10 @@ command line; front ends read ``RULES`` for codes, messages, docs and examples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from lint_plugin.records import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Example:
     """A snippet; ``fixed`` is what ``fix`` turns an invalid one into (None: no fix)."""
 
@@ -18,7 +18,7 @@ class Example:
     unsafe: bool = False  # the fix needs --unsafe-fixes
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     code: str
     name: str  # kebab-case name of the bad pattern

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 
 from lint_plugin.allocations import allocation_shape
 from lint_plugin.facts import (
@@ -22,6 +21,7 @@ from lint_plugin.facts import (
 )
 from lint_plugin.findings import Fix
 from lint_plugin.formulas import BUFFER_WIDTH, render_helper_call
+from lint_plugin.records import record
 from lint_plugin.roles import SEQUENCE_COUNT_NAMES, Role
 from lint_plugin.rules import Example, Rule
 from lint_plugin.source import one_line
@@ -233,7 +233,7 @@ buffer, a helper given a non-topk) or the function has no sequence count.
 _OTHER_BUFFER = re.compile(r"indptr|mask|last_page|seq_lens|positions|qo_")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Width:
     """What a width expression is: context-sized, sized by topk, a topk itself."""
 
@@ -284,7 +284,7 @@ def _callee(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Shape:
     """An allocation read as ``(steps, width...)``: the width's parts (expanded),
     the width as written where the finding points, and that node when the

@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from lint_plugin.findings import Edit, Finding
+from lint_plugin.records import replace
 
 # The same default as ``rewrite.DEFAULT_HELPERS_MODULE`` (kept apart so that the
 # output path does not import the rewriter); a test holds them equal.

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from lint_plugin.findings import Finding
 from lint_plugin.output import is_fixable, rule_name
+from lint_plugin.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CodeStatistics:
     code: str
     name: str
