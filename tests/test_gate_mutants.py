@@ -112,3 +112,33 @@ def test_fast_path_equals_a_full_walk_on_mutants(refactored: dict[str, str]) -> 
             assert sorted(map(key, fast)) == sorted(map(key, slow)), (name, style)
             compared += 1
     print(f"\nfast path equals a full walk on {compared} mutants")
+
+
+def test_flake8_reports_what_check_reports_on_mutants(
+    new_attention: Path, tmp_path: Path
+) -> None:
+    """One flake8 run over every regression of one backend: same rows, columns
+    and codes as check."""
+    import subprocess
+    import sys
+
+    text = (new_attention / "triton_backend.py").read_text()
+    expected = set()
+    for index, style, mutant in all_mutants(text, REGRESSIONS):
+        path = tmp_path / f"m{index}_{style.replace('-', '_')}.py"
+        path.write_text(mutant)
+        expected |= {
+            (path.name, f.row, f.column, f.code)
+            for f in check_source(mutant.encode(), str(path))
+        }
+    result = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
+         "--format", "%(path)s|%(row)d|%(col)d|%(code)s", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    found = set()
+    for line in result.stdout.split():
+        path, row, col, code = line.split("|")
+        found.add((Path(path).name, int(row), int(col), code))
+    assert found == expected
+    assert sum(code == "KVI003" for *_, code in found) == 2 * len(REGRESSIONS)
