@@ -92,7 +92,24 @@ class PatternList:
             relative = os.path.basename(os.path.normpath(path))
         if relative in ("", "."):
             return False
-        return bool(self._spec.match_file(relative + ("/" if is_dir else "")))
+        candidate = relative + ("/" if is_dir else "")
+        if not own:
+            return bool(self._spec.match_file(candidate))
+        # gitignore's `fx` also matches everything below fx/; an entry below a
+        # named folder is walked because that folder was named, so only a
+        # pattern matching the entry itself counts (the match spans all of it,
+        # not just `fx/`). Last matching pattern wins, `!` re-includes.
+        excluded = False
+        for pattern in self._spec.patterns:
+            if pattern.include is None:
+                continue
+            found = pattern.match_file(candidate)
+            if not found:
+                continue
+            match = getattr(found, "match", None)
+            if match is None or match.end() >= len(candidate.rstrip("/")):
+                excluded = bool(pattern.include)
+        return excluded
 
 
 def _valid(pattern: str) -> bool:

@@ -200,3 +200,29 @@ def test_a_gitignore_line_git_cannot_read_is_skipped(tree, run, fake_engine):
     write(tree / "generated" / "g.py", "x = kvi001_here\n")
     write(tree / "a.py", "x = kvi001_here\n")
     assert {line.split(":")[0] for line in findings(run("check"))} == {"a.py"}
+
+
+@pytest.mark.parametrize(
+    ("patterns", "checked"),
+    [
+        ('"fx"', ["fx/a.py", "fx/exp/b.py"]),  # a named folder is walked
+        ('"fx", "fx/exp"', ["fx/a.py"]),  # ... and its own exclusions apply below it
+        ('"fx/exp"', ["fx/a.py"]),
+        ('"fx", "!fx/a.py"', ["fx/a.py", "fx/exp/b.py"]),
+        ('"exp"', ["fx/a.py"]),
+        ('"*.py"', []),
+    ],
+)
+def test_exclusions_inside_a_named_folder(
+    tmp_path, monkeypatch, run, fake_engine, patterns, checked
+):
+    (tmp_path / "fx" / "exp").mkdir(parents=True)
+    (tmp_path / "fx" / "a.py").write_text("kvi001_here\n")
+    (tmp_path / "fx" / "exp" / "b.py").write_text("kvi001_here\n")
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.draft-kv-lint]\nextend-exclude = [{patterns}]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run("check", "fx")
+    found = sorted(line.split(":")[0] for line in findings(result))
+    assert found == checked
