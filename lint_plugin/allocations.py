@@ -29,14 +29,17 @@ def is_allocation(call: ast.Call) -> bool:
     return func.attr in _TENSOR_ALLOCATORS
 
 
-# A class whose text names a topk and a step count or the index kernel may be a
-# draft backend; the walk looks at all of it and the facts decide (see
-# ClassFacts.is_draft_backend). A superset, so that check's shortcuts lose nothing.
-_MAY_BE_DRAFT = re.compile(r"num_steps|generate_draft_decode_kv_indices")
-
-
+# A class whose text names a topk and the index kernel, or a topk, a step count
+# and a context length, may be a draft backend with something to report (KVI006
+# needs the launch, KVI003 a context-sized per-step allocation); the walk looks
+# at all of it and the facts decide (see ClassFacts.is_draft_backend). A
+# superset, so that check's shortcuts lose nothing.
 def may_be_draft_backend(class_text: str) -> bool:
-    return "topk" in class_text and _MAY_BE_DRAFT.search(class_text) is not None
+    if "topk" not in class_text:
+        return False
+    if "generate_draft_decode_kv_indices" in class_text:
+        return True
+    return "context_len" in class_text and "num_steps" in class_text
 
 
 def allocation_shape(call: ast.Call) -> list[ast.expr] | None:

@@ -20,6 +20,7 @@ names files, so most runs never do.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from lint_plugin.records import field, record
@@ -33,10 +34,20 @@ def _plain(pattern: str) -> bool:
 
 def relative_posix(path: str, root: str) -> str | None:
     """``path`` relative to ``root`` with ``/``, or None when it lies outside."""
-    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+    # A prefix test on normalised absolute paths: os.path.relpath was a tenth of a
+    # whole-package run (one call per walked entry).
+    path, root = os.path.abspath(path), _absolute(root)
+    if path == root:
+        return "."
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    if not path.startswith(prefix):
         return None
-    return relative.replace(os.sep, "/")
+    return path[len(prefix) :].replace(os.sep, "/")
+
+
+@functools.lru_cache(maxsize=64)
+def _absolute(path: str) -> str:
+    return os.path.abspath(path)
 
 
 @record

@@ -26,7 +26,6 @@ from lint_plugin.source import Source
 
 # Every finding needs one of these words in the file (KVI003: the class name).
 _WORDS = ("topk", "draft_kv_indices_", "MultiStep")
-_WORDS_BYTES = tuple(word.encode() for word in _WORDS)
 _INTEREST_TEXT = re.compile("|".join(_WORDS))
 # Rows worth walking inside a parsed region: a formula, a helper call or a
 # context-sized allocation always names one of these on one of its rows.
@@ -42,8 +41,15 @@ class SourceError(ValueError):
 
 
 def could_match(data: bytes) -> bool:
-    # Three substring searches (memchr speed) beat one alternation regex here.
-    return any(word in data for word in _WORDS_BYTES)
+    """Could any rule find anything here? Each needs a helper's or the kernel's
+    name, or a topk beside a second role (seq_lens_sum for KVI001, a context
+    length for KVI002 and KVI003); in the whole 0.5.23 package 634 files name a
+    topk and about 115 also a second role."""
+    if b"draft_kv_indices_" in data or b"generate_draft_decode_kv_indices" in data:
+        return True
+    if b"topk" not in data:
+        return False
+    return b"context_len" in data or b"seq_lens_sum" in data or b"seq_len_sum" in data
 
 
 def interesting_rows(text: str) -> list[int]:
