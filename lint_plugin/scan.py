@@ -97,11 +97,8 @@ def check_source(
             # Something to report: the whole file must parse first, as flake8
             # (E999) and fix (which rewrites the file) require. Parsing only files
             # with findings keeps the common case a few regions.
-            try:
-                _parse(text, path)
-            except SyntaxError as exc:
-                return [_syntax_error(exc, path)]
-            return findings
+            error = _syntax_error_of(text, path)
+            return findings if error is None else [error]
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
@@ -298,6 +295,32 @@ def _parse(text: str, path: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text, filename=path)
+
+
+def _syntax_error_of(text: str, path: str) -> Finding | None:
+    """The file's syntax error, if any, as ``ast.parse`` (and flake8) reports it.
+
+    ``symtable`` parses in C without building Python AST objects: half the time
+    of ``ast.parse`` on the four backends (21 ms against 45 ms). It also rejects
+    a few programs ``ast.parse`` accepts (``nonlocal`` at module level), so its
+    errors are confirmed by ``ast.parse`` before they are reported.
+    """
+    import symtable
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            symtable.symtable(text, path, "exec")
+            return None
+        except SyntaxError:
+            pass
+        except (ValueError, RecursionError, MemoryError):
+            pass  # the confirming parse below decides
+    try:
+        _parse(text, path)
+    except SyntaxError as exc:
+        return _syntax_error(exc, path)
+    return None
 
 
 def _syntax_error(exc: SyntaxError, path: str) -> Finding:

@@ -264,3 +264,29 @@ def test_warnings_about_the_analysed_file_are_not_raised() -> None:
         warnings.simplefilter("always")
         assert codes(source) == ["KVI001"]
     assert caught == []
+
+
+@pytest.mark.parametrize(
+    ("tail", "syntax_error"),
+    [
+        ("def g(:\n    pass\n", True),  # a real syntax error elsewhere in the file
+        ("nonlocal_ok = 1\n", False),
+        # symtable rejects this, ast.parse (and flake8) accept it: not E999.
+        ("x = 1\n\n\ndef h():\n    global x\n    x = 2\n", False),
+    ],
+)
+def test_a_file_with_findings_is_e999_only_when_ast_rejects_it(tail, syntax_error):
+    source = snippet("n = seq_lens_sum * self.topk + bs * (i + 1)\n") + "\n\n" + tail
+    found = [f.code for f in check_source(source.encode(), "x.py")]
+    assert found == (["E999"] if syntax_error else ["KVI001"])
+
+
+def test_module_level_nonlocal_is_not_e999() -> None:
+    """The fast syntax check (symtable) is stricter than ast.parse: confirmed."""
+    import ast
+
+    source = snippet("n = seq_lens_sum * self.topk + bs * (i + 1)\n") + "nonlocal y\n"
+    with pytest.raises(SyntaxError):
+        compile(source, "x.py", "exec")
+    ast.parse(source)  # flake8's parse accepts it
+    assert [f.code for f in check_source(source.encode(), "x.py")] == ["KVI001"]
