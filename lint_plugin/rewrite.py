@@ -6,17 +6,28 @@ same change.
 
 from __future__ import annotations
 
+import ast
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lint_plugin.edits import apply_edits_with_rows, original_text
-from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.edits import (
+    apply_edits_with_rows,
+    line_starts,
+    offsets,
+    original_text,
+    row_mapper,
+    splice,
+    statement_rows,
+)
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
+from lint_plugin.verify import NotEqual, parse_module, verify
 
 DEFAULT_HELPERS_MODULE = "sglang.srt.speculative.spec_utils"
 
@@ -38,45 +49,179 @@ class Options:
 class Rewrite:
     text: str
     applied: list[Finding] = field(default_factory=list)
+    unsafe_edits: tuple[Edit, ...] = ()  # as computed on the original text
 
     @property
     def changed(self) -> bool:
         return bool(self.applied)
 
 
-def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
+def rewrite_text(
+    text: str, path: str, options: Options, *, verify_result: bool = True
+) -> Rewrite:
     """The rewritten text of one file and the findings whose fixes it applied.
 
     Raises SyntaxError when the file does not parse and RewriteRefused when a
-    safe rewrite is not provably equal to the original.
+    rewrite is not provably equal to the original (``verify_result=False`` leaves
+    that last gate to a caller who checks the bytes it writes, as ``fix`` does).
+
+    Rounds: each applies every applicable edit that overlaps no other, then the
+    result is checked again, so a formula nested in another site's argument and
+    a sum holding the formula twice are both rewritten by one run (which is what
+    makes a second run a no-op). Unsafe fixes are applied in the first round only,
+    where their stated replacements are known against the original.
     """
+    tree = parse_module(text, "the file")
+    current = text
+    applied: list[Finding] = []
+    unsafe_edits: list[Edit] = []
+    helpers: set[str] = set()
+    rows: list[tuple[int, int]] = []
+    anchor = statement_rows(tree)
+    for round_number in range(MAX_ROUNDS):
+        findings = _applicable_findings(current, path, options, round_number == 0)
+        chosen = _non_overlapping(current, findings)
+        if not chosen:
+            break
+        for finding in chosen:
+            if finding.fix.applicability == "safe":
+                for edit in finding.fix.edits:
+                    reason = equivalent(original_text(current, edit), edit.content)
+                    if reason is not None:
+                        raise RewriteRefused(
+                            f"{finding.row}:{finding.column}: {finding.code} rewrite "
+                            f"refused, not equal to the original: {reason}"
+                        )
+            else:
+                unsafe_edits.extend(finding.fix.edits)
+        edits = [edit for finding in chosen for edit in finding.fix.edits]
+        if round_number:
+            mapped = row_mapper(current, edits)
+            rows = [(mapped(a), mapped(b)) for a, b in rows]
+            anchor = statement_rows(parse_module(current, "a rewritten round"))
+        current, new_rows = apply_edits_with_rows(current, edits, anchor)
+        rows += new_rows
+        applied += chosen
+        helpers |= {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
+    if not applied:
+        return Rewrite(text)
+    new_text = _add_imports(current, helpers, options.helpers_module)
+    rows = _shift_for_import(current, new_text, rows)
+    if options.wrap:
+        from lint_plugin.formatting import format_ranges
+
+        wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
+        new_text = format_ranges(new_text, wanted, Path(path))
+    rewrite = Rewrite(new_text, applied, tuple(unsafe_edits))
+    if verify_result:
+        check_written(text, rewrite, options)
+    return rewrite
+
+
+def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
+    """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
+    program (with the unsafe fixes' stated replacements, and only those)."""
+    reference = original
+    if rewrite.unsafe_edits:
+        reference = splice(original, rewrite.unsafe_edits)
+    try:
+        verify(reference, rewrite.text, options.helpers_module)
+    except NotEqual as exc:
+        raise RewriteRefused(f"rewrite refused: {exc}") from None
+
+
+# More nesting than this in one expression is not worth another pass; what is left
+# is reported by `check` and rewritten by the next run.
+MAX_ROUNDS = 8
+# Lines that fit are left as their authors wrote them: no formatter run needed.
+LINE_LENGTH = 88
+
+
+def _applicable_findings(
+    text: str, path: str, options: Options, first_round: bool
+) -> list[Finding]:
     findings = check_source(text.encode(), path)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         raise SyntaxError(f"{errors[0].row}:{errors[0].column}: {errors[0].message}")
     findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
-    applied = [f for f in findings if _applicable(f, options)]
-    if not applied:
-        return Rewrite(text)
-    for finding in applied:
-        if finding.fix.applicability == "safe":
-            for edit in finding.fix.edits:
-                reason = equivalent(original_text(text, edit), edit.content)
-                if reason is not None:
-                    raise RewriteRefused(
-                        f"{finding.row}:{finding.column}: {finding.code} rewrite "
-                        f"refused, not equal to the original: {reason}"
-                    )
-    edits = [edit for finding in applied for edit in finding.fix.edits]
-    edited, rows = apply_edits_with_rows(text, edits)
-    helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
-    new_text = _add_imports(edited, helpers, options.helpers_module)
-    rows = _shift_for_import(edited, new_text, rows)
-    if options.wrap:
-        from lint_plugin.formatting import format_ranges
+    return [
+        f
+        for f in findings
+        if _applicable(f, options)
+        and (first_round or f.fix.applicability == "safe")
+    ]
 
-        new_text = format_ranges(new_text, rows, Path(path))
-    return Rewrite(new_text, applied)
+
+def _non_overlapping(text: str, findings: list[Finding]) -> list[Finding]:
+    """The findings whose edits overlap no earlier one (outer sites first: an inner
+    one is found again, inside the helper call's argument, next round)."""
+    starts = line_starts(text)
+    spans = []
+    for finding in findings:
+        edge = [offsets(e, starts) for e in finding.fix.edits]
+        spans.append((min(s for s, _ in edge), -max(e for _, e in edge), finding))
+    spans.sort(key=lambda s: s[:2])
+    chosen: list[Finding] = []
+    reach = -1
+    for start, negative_end, finding in spans:
+        if start < reach:
+            continue
+        chosen.append(finding)
+        reach = -negative_end
+    return chosen
+
+
+def _statement_ranges(
+    text: str, rows: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``rows`` grown to whole statements (a compound one's header only): the
+    formatter formats whole statements, and must change nothing else."""
+    if not rows:
+        return []
+    spans = []  # (first row, last row) of simple statements and compound headers
+    for node in ast.walk(parse_module(text, "the rewritten text")):
+        if not isinstance(node, ast.stmt):
+            continue
+        first = node.lineno
+        for decorator in getattr(node, "decorator_list", ()):
+            first = min(first, decorator.lineno)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            last = max(first, body[0].lineno - 1)
+            if body[0].lineno == node.lineno:  # `if x: y` on one line
+                last = node.end_lineno
+        else:
+            last = node.end_lineno
+        spans.append((first, last))
+    spans.sort()
+    starts = [first for first, _ in spans]
+    grown = []
+    for first, last in rows:
+        low, high = first, last
+        index = bisect.bisect_right(starts, first) - 1
+        while index >= 0 and spans[index][1] < first:
+            index -= 1
+        if index >= 0:
+            low = min(low, spans[index][0])
+            high = max(high, spans[index][1])
+        index = bisect.bisect_right(starts, last) - 1
+        if index >= 0 and spans[index][1] >= last:
+            high = max(high, spans[index][1])
+        grown.append((low, high))
+    return grown
+
+
+def _needing_format(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Rows worth a formatter run: a rewrite spanning lines, or a line too long."""
+    lines = text.split("\n")
+    return [
+        (first, last)
+        for first, last in rows
+        if first != last
+        or first - 1 >= len(lines)
+        or len(lines[first - 1]) > LINE_LENGTH
+    ]
 
 
 def _applicable(finding: Finding, options: Options) -> bool:
