@@ -359,7 +359,13 @@ def run_fix_command(args: argparse.Namespace) -> int:
         helpers_module=args.helpers_module or DEFAULT_HELPERS_MODULE,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
-    status = run_fix(plan.files, options, diff=args.diff, check=args.check)
+    status = run_fix(
+        plan.files,
+        options,
+        diff=args.diff,
+        check=args.check,
+        roots=args.paths or ["."],
+    )
     return max(status, 1 if plan.errors else 0)
 
 

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 
+from lint_plugin.files import read_regular_file
+from lint_plugin.findings import FileError
 from lint_plugin.output import OUTPUT_FORMATS
 
 TABLE = "draft-kv-lint"
@@ -38,6 +41,8 @@ FILENAME = "pyproject.toml"
 _TABLE_HEADER = re.compile(
     rb"""(?m)^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*["']?draft-kv-lint\b"""
 )
+
+CONFIG_LIMIT = 1024 * 1024  # a pyproject.toml is kilobytes
 
 _LIST_KEYS = ("select", "ignore", "extend-select", "include", "exclude")
 
@@ -74,10 +79,10 @@ def find_config(start: str = ".") -> str | None:
         folder = os.path.dirname(folder)
     while True:
         candidate = os.path.join(folder, FILENAME)
-        try:
-            with open(candidate, "rb") as handle:
-                data = handle.read()
-        except OSError:
+        data = read_regular_file(candidate, CONFIG_LIMIT)
+        if isinstance(data, FileError):  # missing, a FIFO, a link to /dev/zero...
+            if os.path.lexists(candidate):
+                print(f"warning: {data}; skipped", file=sys.stderr)
             data = b""
         if has_table(data):
             return candidate
@@ -160,11 +165,9 @@ def parse_table(table: object, path: str) -> Config:
 
 def load_config(path: str) -> Config:
     """Read ``path``; without our table it gives the defaults, rooted at its folder."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    data = read_regular_file(path, CONFIG_LIMIT)
+    if isinstance(data, FileError):
+        raise ConfigError(f"{path}: cannot read: {data.reason}")
     root = os.path.dirname(os.path.abspath(path))
     if not has_table(data):
         return Config(path=path, root=root)
