@@ -194,7 +194,7 @@ class _Walker:
             args=call[call.index("(") + 1 : -1],
         )
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        self._add(match.code, shown, message, fix)
+        self._add(match.code, shown, message, fix if match.fixable else None)
 
     # ---- KVI003 / KVI004 -------------------------------------------------
 

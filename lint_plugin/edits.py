@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections.abc import Callable, Sequence
 
@@ -65,7 +66,7 @@ def statement_rows(tree: ast.Module) -> Callable[[int], int]:
 def splice(text: str, edits: Sequence[Edit]) -> str:
     """``text`` with each edit's span replaced by its content, nothing moved."""
     starts = line_starts(text)
-    spans = sorted(offsets(e, starts) + (e.content,) for e in edits)
+    spans = sorted((*offsets(e, starts), e.content) for e in edits)
     pieces, position = [], 0
     for start, end, content in spans:
         if start < position:
@@ -94,7 +95,7 @@ def apply_edits_with_rows(
     """
     starts = line_starts(text)
     spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[:2])
-    for (_, end, _), (start, _, _) in zip(spans, spans[1:], strict=False):
+    for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         if start < end:
             raise ValueError("overlapping edits")
     inserts: dict[int, list[str]] = {}

@@ -188,7 +188,7 @@ def restore_line_endings(original: str, normalized: str, new: str) -> str:
     new_lines = new.split("\n")
     result: list[str] = []
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, _, j1, j2 in matcher.get_opcodes():
         for offset, line in enumerate(new_lines[j1:j2]):
             if tag == "equal":
                 ending = endings[i1 + offset] if i1 + offset < len(endings) else "\n"

@@ -144,9 +144,7 @@ class Canonicalizer:
                 (kind, names, *map(self._as_id, a))
             )
         if isinstance(node, list):
-            return list(node), lambda n, a: self._intern(
-                ("list", *map(self._as_id, a))
-            )
+            return list(node), lambda n, a: self._intern(("list", *map(self._as_id, a)))
         # A plain value: its type and repr (1, 1.0 and True must differ).
         key = ("value", type(node).__name__, repr(node))
         return None, lambda n, a: self._intern(key)

@@ -102,7 +102,7 @@ def rewrite_text(
         current, new_rows = apply_edits_with_rows(current, edits, anchor)
         rows += new_rows
         applied += chosen
-        helpers |= {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
+        helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
     if not applied:
         return Rewrite(text)
     new_text = _add_imports(current, helpers, options.helpers_module)
@@ -148,8 +148,7 @@ def _applicable_findings(
     return [
         f
         for f in findings
-        if _applicable(f, options)
-        and (first_round or f.fix.applicability == "safe")
+        if _applicable(f, options) and (first_round or f.fix.applicability == "safe")
     ]
 
 
@@ -172,9 +171,7 @@ def _non_overlapping(text: str, findings: list[Finding]) -> list[Finding]:
     return chosen
 
 
-def _statement_ranges(
-    text: str, rows: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
+def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``rows`` grown to whole statements (a compound one's header only): the
     formatter formats whole statements, and must change nothing else."""
     if not rows:

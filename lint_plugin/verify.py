@@ -34,8 +34,9 @@ def parse_module(text: str, what: str) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(text)
     except SyntaxError as exc:
-        raise SyntaxError(f"{what} does not parse: {exc.lineno}:{exc.offset}: "
-                          f"{exc.msg}") from None
+        raise SyntaxError(
+            f"{what} does not parse: {exc.lineno}:{exc.offset}: {exc.msg}"
+        ) from None
     except (RecursionError, MemoryError):
         raise SyntaxError(f"{what} is nested too deeply to parse") from None
 
@@ -64,7 +65,7 @@ def _first_difference(canon: Canonicalizer, before: ast.Module, after: ast.Modul
     pending = [(before.body, after.body)]
     while pending:
         old, new = pending.pop()
-        for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        for a, b in zip(old, new, strict=False):
             if canon.canonical(a) != canon.canonical(b):
                 inner = [
                     (getattr(a, f), getattr(b, f))
