@@ -221,7 +221,7 @@ def discover(
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
 
 
-def read_regular_file(path: str, limit: int = MAX_SOURCE_BYTES) -> bytes | FileError:
+def read_regular_file(path: str, limit: int | None = None) -> bytes | FileError:
     """The bytes of a regular file of at most ``limit`` bytes, or why not.
 
     FIFOs, devices and sockets are refused without blocking (opened non-blocking,
@@ -230,6 +230,7 @@ def read_regular_file(path: str, limit: int = MAX_SOURCE_BYTES) -> bytes | FileE
     """
     import stat
 
+    limit = MAX_SOURCE_BYTES if limit is None else limit
     try:
         handle = open(path, "rb", opener=_open_nonblocking)  # noqa: SIM115
     except FileNotFoundError:
@@ -245,9 +246,7 @@ def read_regular_file(path: str, limit: int = MAX_SOURCE_BYTES) -> bytes | FileE
         except OSError as error:
             return FileError(_display(path), error.strerror or str(error))
     if len(data) > limit:
-        return FileError(
-            _display(path), f"larger than {limit // (1024 * 1024)} MiB, not read"
-        )
+        return FileError(_display(path), f"larger than {limit:,} bytes, not read")
     return data
 
 

@@ -156,6 +156,10 @@ class Canonicalizer:
 
     def _as_id(self, result: object) -> int:
         if isinstance(result, dict):
+            if len(result) == 1:
+                ((monomial, coefficient),) = result.items()
+                if coefficient == 1 and len(monomial) == 1:
+                    return monomial[0]  # `x + 0` is `x`
             return self._intern(("poly", *sorted(result.items())))
         return result  # type: ignore[return-value]
 

@@ -110,6 +110,11 @@ def rewrite_text(
     if options.wrap:
         from lint_plugin.formatting import format_ranges
 
+        if new_text != current:
+            # The import lines as libcst wrote them are kept unless one is too
+            # long (a formatter would also drop a form feed or blank lines there).
+            import_rows, rows = rows[:1], rows[1:]
+            rows += _too_long(new_text, import_rows)
         wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
         new_text = format_ranges(new_text, wanted, Path(path))
     rewrite = Rewrite(new_text, applied, tuple(unsafe_edits))
@@ -207,6 +212,15 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
             high = max(high, spans[index][1])
         grown.append((low, high))
     return grown
+
+
+def _too_long(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    lines = text.split("\n")
+    return [
+        (first, last)
+        for first, last in rows
+        if any(len(line) > LINE_LENGTH for line in lines[first - 1 : last])
+    ]
 
 
 def _needing_format(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
