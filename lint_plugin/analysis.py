@@ -184,7 +184,10 @@ class _Walker:
             start, end = src.widen_to_parens(
                 src.span(match.owner.terms[index].expr.node), owner_span
             )
-            return src.text[start:end]
+            # One line: the span's comments move above it, and a line break
+            # could land outside any bracket (after a backslash continuation).
+            text = src.text[start:end]
+            return one_line(text) if "\n" in text else text
 
         call = render_call(match, text_of)
         content = render_replacement(match, text_of, term_text_of, splice)
