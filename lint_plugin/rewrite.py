@@ -267,9 +267,34 @@ def _shift_for_import(
     return [(prefix + 1, max(prefix + 1, len(new) - suffix)), *shifted]
 
 
-# The module's header ends where its first top-level def, class or decorator starts:
-# imports live above it, so libcst only has to parse that much.
-_FIRST_BLOCK = re.compile(r"^(?:async[ \t]+def|def|class|@)", re.M)
+def _header_end(text: str) -> int:
+    """Offset just past the module's docstring and top-level imports (up to the
+    first def or class): all libcst needs to see to add an import. Cut at a
+    statement boundary found by ``ast``, so libcst is never handed a huge or
+    deep expression further down (it can take minutes, or crash, on those)."""
+    tree = parse_module(text, "the rewritten text")
+    last = 0
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        docstring = (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        )
+        if docstring or isinstance(statement, (ast.Import, ast.ImportFrom)):
+            last = statement.end_lineno or last
+    starts = line_starts(text)
+    if last == 0:
+        # Nothing to import after: the import goes below the comments that open
+        # the file (a shebang, an encoding line, a licence), as libcst puts it.
+        opening = _OPENING_COMMENTS.match(text)
+        return opening.end() if opening else 0
+    return starts[last] if last < len(starts) else len(text)
+
+
+_OPENING_COMMENTS = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*")
 
 
 def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
@@ -277,21 +302,37 @@ def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
 
     from lint_plugin.imports import ensure_imported
 
-    first_block = _FIRST_BLOCK.search(text)
-    cut = first_block.start() if first_block else len(text)
+    cut = _header_end(text)
     head, tail = text[:cut], text[cut:]
-    try:
-        module = cst.parse_module(head)
-    except cst.ParserSyntaxError:  # the cut fell inside a string: parse it all
-        module, tail = cst.parse_module(text), ""
+    module = cst.parse_module(head)
     wanted = {name for name in helpers if not _bound_in(tail, name)}
     new_module = ensure_imported(module, wanted, helpers_module)
     new_head = new_module.code
     if tail and new_head != head and _ends_with_import(new_module):
-        # The added import now sits right above the first def or class: two blank
-        # lines between them, as black and ruff format want.
-        new_head = new_head.rstrip("\n") + "\n\n\n"
+        if not new_head.endswith("\n"):
+            new_head += "\n"
+        tail = _blank_lines_before(tail)
     return new_head + tail
+
+
+_CODE_LINE = re.compile(r"^[ \t]*[^\s#]", re.M)
+_DEF_OR_CLASS = re.compile(r"(?:async[ \t]+def|def|class|@)\b")
+
+
+def _blank_lines_before(tail: str) -> str:
+    """``tail`` with the blank lines black and ruff format want after an import:
+    two before a def or class (comments above it included), one before other
+    code. Blank lines already there are kept."""
+    blank = 0
+    for line in tail.split("\n"):
+        if line.strip():
+            break
+        blank += 1
+    code = _CODE_LINE.search(tail)
+    if code is None:
+        return tail
+    wanted = 2 if _DEF_OR_CLASS.match(tail, code.end() - 1) else 1
+    return "\n" * max(0, wanted - blank) + tail
 
 
 def _ends_with_import(module) -> bool:
