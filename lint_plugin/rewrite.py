@@ -17,7 +17,6 @@ from lint_plugin.edits import (
     apply_edits_with_rows,
     line_starts,
     offsets,
-    original_text,
     row_mapper,
     splice,
     statement_rows,
@@ -83,10 +82,12 @@ def rewrite_text(
         chosen = _non_overlapping(current, findings)
         if not chosen:
             break
+        starts = line_starts(current)
         for finding in chosen:
             if finding.fix.applicability == "safe":
                 for edit in finding.fix.edits:
-                    reason = equivalent(original_text(current, edit), edit.content)
+                    start, end = offsets(edit, starts)
+                    reason = equivalent(current[start:end], edit.content)
                     if reason is not None:
                         raise RewriteRefused(
                             f"{finding.row}:{finding.column}: {finding.code} rewrite "

@@ -82,8 +82,23 @@ def test_a_wrong_splice_is_refused_and_the_file_untouched(
     assert "line 2" in err[0]
 
 
-def test_a_formatter_returning_nothing_is_refused(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(formatting, "_format_range", lambda *args: "")
+def test_a_formatter_returning_nothing_empties_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(formatting, "_run_ruff", lambda *args: "")
+    path = tmp_path / "m.py"
+    path.write_text(MINIMAL)
+    assert main(["fix", "--no-config", "--helpers-module", HELPERS, str(path)]) == 0
+    written = path.read_text()  # rewritten, left unwrapped
+    assert "draft_kv_indices_used_len(" in written
+    assert values(written, "sizes") == values(MINIMAL, "sizes")
+
+
+def test_a_formatter_changing_the_program_is_refused(tmp_path, monkeypatch, capsys):
+    real = formatting._run_ruff
+
+    def wrong(text, *args):  # a formatter bug: one operand swapped
+        return real(text, *args).replace("(max_bs,", "(bs,")
+
+    monkeypatch.setattr(formatting, "_run_ruff", wrong)
     path = tmp_path / "m.py"
     path.write_text(MINIMAL)
     assert main(["fix", "--no-config", str(path)]) == 1
