@@ -161,7 +161,9 @@ def test_someone_elses_file_is_not_replaced(tmp_path, good, capsys) -> None:
     os.chown(theirs, 65534, 65534)
     status, lines = run_fix(capsys, str(tmp_path))
     assert status == 1
-    assert lines == [f"{theirs}: error: cannot write: owned by another user, not replaced"]
+    assert lines == [
+        f"{theirs}: error: cannot write: owned by another user, not replaced"
+    ]
     assert theirs.read_text() == SITE
     assert theirs.stat().st_uid == 65534
     assert_fixed(good)
@@ -208,3 +210,25 @@ def test_sigterm_in_the_write_window_leaves_no_temporary(tmp_path) -> None:
     assert status == 128 + signal.SIGTERM
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
     assert target.read_text() == "old\n"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P is 3.11+")
+def test_the_readme_libcst_line_imports_nothing_from_the_working_folder(tmp_path):
+    # A repository with a folder named like a package the transform imports.
+    planted = tmp_path / "ruff"
+    planted.mkdir()
+    marker = tmp_path / "planted-code-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (planted / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    body = "    return (\n        seq_lens_sum * self.topk\n        + bs * (i + 1)\n    )\n"
+    target = tmp_path / "backend.py"
+    target.write_text(SITE.splitlines(keepends=True)[0] + body)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (line,) = (
+        line for line in readme.splitlines() if line.startswith("python -P -m libcst")
+    )
+    command = [sys.executable, *line.split()[1:-1], str(target)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert CALL in target.read_text()
+    assert not marker.exists()
