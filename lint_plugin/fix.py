@@ -2,14 +2,18 @@
 (``--check``) what would change.
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
-change (``--diff``/``--check``) or a file could not be fixed (unreadable, not
-UTF-8, does not parse, rewrite refused by the oracle); 2 usage or internal error
+change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
+regular file, too large, not UTF-8, does not parse, rewrite refused by the gate,
+not writable, a link leading outside the named paths); 2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
+The gate: the bytes about to be written are decoded, parsed and proved equal to the
+original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
+
 A file's bytes are kept as they were outside the rewritten statements: its BOM,
-its line endings (CRLF stays CRLF) and its mode. Writes go to a temporary file in
-the same folder that is renamed over the original, so a file is never half
-written.
+each line's ending (LF, CRLF, lone CR, or a mix) and its mode. Writes go to a
+temporary file in the same folder that is renamed over the original, so a file is
+never half written.
 """
 
 from __future__ import annotations
