@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -208,6 +209,20 @@ def function(draw) -> str:
 # ---- the property -------------------------------------------------------------
 
 
+# Most files are LF with four spaces; the rest say whether their style survives.
+ENDINGS = ["\n"] * 6 + ["\r\n", "\r"]
+UNITS = ["    "] * 6 + ["  ", "\t"]
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def restyle(source: str, ending: str, unit: str) -> str:
+    """``source`` with ``ending`` line endings and ``unit`` for its statement
+    indentation (continuation lines keep theirs: inside brackets any will do)."""
+    if unit != "    ":
+        source = re.sub(r"^    (?=\S)", unit, source, flags=re.M)
+    return source.replace("\n", ending)
+
+
 COUNTS: Counter[str] = Counter()
 HELPERS = "lint_plugin.runtime"
 
@@ -229,19 +244,25 @@ def test_generated_functions_keep_their_values() -> None:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(function(), st.integers(0, WRAPPED_SHARE - 1))
-    def run(source: str, wrap: int) -> None:
+    @given(
+        function(),
+        st.integers(0, WRAPPED_SHARE - 1),
+        st.sampled_from(ENDINGS),
+        st.sampled_from(UNITS),
+    )
+    def run(source: str, wrap: int, ending: str, unit: str) -> None:
         COUNTS["functions"] += 1
         options = Options(helpers_module=HELPERS, wrap=wrap == 0)
         path = folder / "generated.py"
-        path.write_text(source)
+        source = restyle(source, ending, unit)
+        path.write_bytes(source.encode())
         expected = _values(source)
         try:
             outcome = fix_file(str(path), options, write=True)
         except Exception:
             COUNTS["internal errors"] += 1
             raise
-        written = path.read_text()
+        written = path.read_bytes().decode()
         if isinstance(outcome, FileError):
             COUNTS["refusals"] += 1
             assert written == source, "a refused file was changed"
@@ -251,6 +272,7 @@ def test_generated_functions_keep_their_values() -> None:
         COUNTS["rewrites"] += len(rewrite.applied)
         COUNTS["rewritten functions"] += bool(rewrite.changed)
         compile(written, str(path), "exec")  # compiles; never run
+        assert set(_LINE_END.findall(written)) <= {ending}  # each line's own
         if _values(written) != expected:
             COUNTS["unequal"] += 1
             raise AssertionError(f"values changed:\n{source}\n---\n{written}")
