@@ -232,3 +232,13 @@ def test_the_readme_libcst_line_imports_nothing_from_the_working_folder(tmp_path
     assert result.returncode == 0, result.stderr
     assert CALL in target.read_text()
     assert not marker.exists()
+
+
+def test_check_reports_a_formula_in_a_1000_term_sum(tmp_path, capsys) -> None:
+    path = tmp_path / "long.py"
+    terms = " + ".join(["bs"] * 1000)
+    path.write_text(SITE.replace("return ", f"return {terms} + "))
+    assert main(["check", "--no-config", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "KVI001" in captured.out and "All checks passed" not in captured.out
