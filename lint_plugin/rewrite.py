@@ -70,7 +70,7 @@ def rewrite_text(
     makes a second run a no-op). Unsafe fixes are applied in the first round only,
     where their stated replacements are known against the original.
     """
-    tree = parse_module(text, "the file")
+    tree = parse_module(text)
     current = text
     applied: list[Finding] = []
     unsafe_edits: list[Edit] = []
@@ -149,7 +149,13 @@ def _applicable_findings(
     findings = check_source(text.encode(), path)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
-        raise SyntaxError(f"{errors[0].row}:{errors[0].column}: {errors[0].message}")
+        where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
+        if first_round:
+            raise SyntaxError(where)
+        # Our own edits broke it: a refusal, never a wrong file.
+        raise RewriteRefused(
+            f"rewrite refused: a rewritten round does not parse: {where}"
+        )
     findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
     return [
         f

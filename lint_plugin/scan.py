@@ -321,7 +321,11 @@ def _parse(text: str, path: str) -> ast.Module:
     # the file's own business, not noise for the person running the checker.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text, filename=path)
+        try:
+            return ast.parse(text, filename=path)
+        except (RecursionError, MemoryError):
+            # Too deep for the parser: the file's own problem, one E999 for it.
+            raise SyntaxError("too deeply nested to parse", (path, 1, 1, "")) from None
 
 
 def _syntax_error(exc: SyntaxError, path: str) -> Finding:

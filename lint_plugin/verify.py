@@ -27,18 +27,20 @@ class NotEqual(Exception):
     """The text to be written is not provably the original program."""
 
 
-def parse_module(text: str, what: str) -> ast.Module:
-    """``ast`` tree of a whole file; every failure is a one-line SyntaxError."""
+def parse_module(text: str, what: str | None = None) -> ast.Module:
+    """``ast`` tree of a whole file; every failure is a one-line SyntaxError
+    (``what`` names the text when it is not the file itself)."""
+    prefix = f"{what} does not parse: " if what else ""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(text)
     except SyntaxError as exc:
         raise SyntaxError(
-            f"{what} does not parse: {exc.lineno}:{exc.offset}: {exc.msg}"
+            f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
         ) from None
     except (RecursionError, MemoryError):
-        raise SyntaxError(f"{what} is nested too deeply to parse") from None
+        raise SyntaxError(f"{prefix}nested too deeply to parse") from None
 
 
 def verify(reference: str, final: str, helpers_module: str) -> None:
