@@ -359,7 +359,10 @@ class _Walker:
             start, end = src.widen_to_parens(
                 src.span(match.owner.terms[index].expr.node), owner_span
             )
-            return src.text[start:end]
+            # One line: the span's comments move above it, and a line break
+            # could land outside any bracket (after a backslash continuation).
+            text = src.text[start:end]
+            return one_line(text) if "\n" in text else text
 
         call = render_call(match, text_of)
         content = render_replacement(match, text_of, term_text_of, splice)
@@ -369,7 +372,7 @@ class _Walker:
             args=call[call.index("(") + 1 : -1],
         )
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        self._add(match.code, shown, message, fix)
+        self._add(match.code, shown, message, fix if match.fixable else None)
 
     # ---- the reporter the rules use ------------------------------------------
 

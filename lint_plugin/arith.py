@@ -78,22 +78,27 @@ def build(node: object, adapter: Adapter, aliases: Mapping[str, Role] = {}) -> E
 
 
 def _collect_factors(node, adapter, aliases, out) -> None:
-    parts = adapter.binop(node)
-    if parts is not None and parts[0] == "*":
-        _collect_factors(parts[1], adapter, aliases, out)
-        _collect_factors(parts[2], adapter, aliases, out)
-    else:
-        out.append(build(node, adapter, aliases))
+    # An explicit stack: a 1000-factor product must not cost 1000 Python frames.
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        parts = adapter.binop(current)
+        if parts is not None and parts[0] == "*":
+            pending += (parts[2], parts[1])  # left first, source order kept
+        else:
+            out.append(build(current, adapter, aliases))
 
 
 def _collect_terms(node, adapter, aliases, negative, out) -> None:
-    parts = adapter.binop(node)
-    if parts is not None and parts[0] in "+-":
-        _collect_terms(parts[1], adapter, aliases, negative, out)
-        right_negative = negative != (parts[0] == "-")
-        _collect_terms(parts[2], adapter, aliases, right_negative, out)
-    else:
-        out.append(Term(negative, build(node, adapter, aliases)))
+    pending = [(node, negative)]
+    while pending:
+        current, sign = pending.pop()
+        parts = adapter.binop(current)
+        if parts is not None and parts[0] in "+-":
+            right_negative = sign != (parts[0] == "-")
+            pending += ((parts[2], right_negative), (parts[1], sign))
+        else:
+            out.append(Term(sign, build(current, adapter, aliases)))
 
 
 def is_arith(node: object, adapter: Adapter) -> bool:

@@ -387,7 +387,11 @@ def _add_noqa(result: CheckResult) -> int:
                 "(the line ends inside a string or with a backslash)"
             )
         if edit.added:
-            write_atomic(report.path, edit.source.encode("utf-8"))
+            try:
+                write_atomic(report.path, edit.source.encode("utf-8"))
+            except OSError as error:  # read-only, someone else's: one line, go on
+                print(f"{report.path}: error: cannot write: {error}", file=sys.stderr)
+                continue
             added += edit.added
     noun = "directive" if added == 1 else "directives"
     print(f"Added {added} noqa {noun}.", file=sys.stderr)
@@ -646,7 +650,13 @@ def run_fix_command(args: argparse.Namespace) -> int:
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
-    status = run_fix(plan.files, options, diff=args.diff, check=args.check)
+    status = run_fix(
+        plan.files,
+        options,
+        diff=args.diff,
+        check=args.check,
+        roots=args.paths or ["."],
+    )
     return max(status, 1 if plan.errors else 0)
 
 

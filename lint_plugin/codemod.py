@@ -1,11 +1,13 @@
-"""The rewrite as a libcst codemod, for ``python -m libcst.tool codemod``.
+"""The rewrite as a libcst codemod, for ``python -P -m libcst.tool codemod``.
 
-    python -m libcst.tool codemod -x --no-format \\
+    python -P -m libcst.tool codemod -x --no-format \\
         lint_plugin.codemod.DraftKvIndicesCommand path/to/backends
 
+``-P``: a plain ``python -m`` would import packages from the working folder.
 ``--no-format`` because libcst.tool otherwise runs black over the whole file (and
 fails per file when black is missing); the rewritten statements are already
-wrapped the way black would. ``draft-kv-lint fix`` is the main entry: it adds
+wrapped the way black would, and the transform's whole output has passed the gate
+of :mod:`lint_plugin.verify`. ``draft-kv-lint fix`` is the main entry: it adds
 ``--diff``, ``--check`` and atomic writes around the same transform.
 """
 
@@ -54,9 +56,11 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<module>"
+        original = tree.code
+        text = original.replace("\r\n", "\n").replace("\r", "\n")
         try:
-            result = rewrite_text(tree.code, path, self.options)
-        except RewriteRefused as exc:
+            result = rewrite_text(text, path, self.options)
+        except (RewriteRefused, SyntaxError) as exc:
             self.warn(str(exc))
             raise SkipFile(str(exc)) from None
         for finding in result.applied:
@@ -64,4 +68,6 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
                 self.warn(f"{finding.row}:{finding.column}: {finding.fix.message}")
         if not result.changed:
             return tree
-        return cst.parse_module(result.text)
+        from lint_plugin.fix import restore_line_endings
+
+        return cst.parse_module(restore_line_endings(original, text, result.text))

@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
+from lint_plugin.files import read_regular_file
+from lint_plugin.findings import FileError
 from lint_plugin.output import OUTPUT_FORMATS
 from lint_plugin.records import record
 
@@ -98,15 +101,20 @@ def has_table(data: bytes) -> bool:
     return _TABLE_HEADER.search(data) is not None
 
 
+CONFIG_LIMIT = 1024 * 1024  # a pyproject.toml is kilobytes
+_warned: set[str] = set()  # one warning per unusable file and process
+
+
 def _config_in(folder: str) -> str | None:
     own = os.path.join(folder, OWN_FILENAME)
     if os.path.isfile(own):
         return own
     candidate = os.path.join(folder, FILENAME)
-    try:
-        with open(candidate, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = read_regular_file(candidate, CONFIG_LIMIT)
+    if isinstance(data, FileError):  # missing, a FIFO, a link to /dev/zero...
+        if os.path.lexists(candidate) and candidate not in _warned:
+            _warned.add(candidate)
+            print(f"warning: {data}; skipped", file=sys.stderr)
         return None
     return candidate if has_table(data) else None
 
@@ -232,11 +240,9 @@ def parse_table(table: object, path: str) -> Config:
 
 def load_config(path: str) -> Config:
     """Read ``path``; without our table it gives the defaults, rooted at its folder."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error.strerror or error}") from None
+    data = read_regular_file(path, CONFIG_LIMIT)
+    if isinstance(data, FileError):
+        raise ConfigError(f"{path}: cannot read: {data.reason}")
     root = os.path.dirname(os.path.abspath(path))
     if os.path.basename(path) == OWN_FILENAME:
         return parse_table(_parse_toml(data, path), path)

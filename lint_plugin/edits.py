@@ -2,14 +2,23 @@
 
 The edits are exactly those ``check --output-format json`` reports. Comments that
 sat inside a replaced expression are not dropped: they move, unchanged, onto their
-own lines just above the line where the expression started.
+own lines just above the expression's first line when that line cannot begin
+inside a string, a backslash continuation or another edit, else above the
+statement it belongs to (whose first line is never inside a string or a
+backslash continuation).
+
+All offsets are taken on the text the edits were computed on, and the result is
+assembled in one pass from left to right: no edit ever sees another's shifted
+offsets, and the cost is linear in the text and the number of edits.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lint_plugin.findings import Edit
 from lint_plugin.source import COMMENT
@@ -34,37 +43,146 @@ def original_text(text: str, edit: Edit) -> str:
     return text[start:end]
 
 
+def statement_rows(tree: ast.Module) -> Callable[[int], int]:
+    """For a row inside an expression, the first row of its statement (for a
+    ``def`` or ``class``, of its first decorator)."""
+    starts: list[int] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            first = node.lineno
+            decorators = getattr(node, "decorator_list", None)
+            if decorators:
+                first = min(first, *(d.lineno for d in decorators))
+            starts.append(first)
+    starts.sort()
+
+    def first_row(row: int) -> int:
+        index = bisect.bisect_right(starts, row) - 1
+        return starts[index] if index >= 0 else 1
+
+    return first_row
+
+
+def splice(text: str, edits: Sequence[Edit]) -> str:
+    """``text`` with each edit's span replaced by its content, nothing moved."""
+    starts = line_starts(text)
+    spans = sorted((*offsets(e, starts), e.content) for e in edits)
+    pieces, position = [], 0
+    for start, end, content in spans:
+        if start < position:
+            raise ValueError("overlapping edits")
+        pieces += [text[position:start], content]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """``text`` with non-overlapping ``edits`` applied."""
     return apply_edits_with_rows(text, edits)[0]
 
 
 def apply_edits_with_rows(
-    text: str, edits: Sequence[Edit]
+    text: str,
+    edits: Sequence[Edit],
+    anchor: Callable[[int], int] | None = None,
 ) -> tuple[str, list[tuple[int, int]]]:
     """``text`` with ``edits`` applied, and the 1-based rows each edit's lines
-    occupy afterwards (for formatting just those statements)."""
+    occupy afterwards (for formatting just those statements).
+
+    ``anchor(row)`` gives the row above which comments from an edit starting on
+    ``row`` go (default: that row itself).
+    """
     starts = line_starts(text)
-    spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[0])
+    spans = sorted(((*offsets(e, starts), e) for e in edits), key=lambda s: s[:2])
     for (_, end, _), (start, _, _) in itertools.pairwise(spans):
         if start < end:
             raise ValueError("overlapping edits")
+    inserts: dict[int, list[str]] = {}
+    anchor_rows: list[int | None] = []
+    previous_end = 0
+    for start, end, edit in spans:
+        comments = COMMENT.findall(text[start:end])
+        reach, previous_end = previous_end, end
+        if not comments:
+            anchor_rows.append(None)
+            continue
+        row = edit.row
+        if anchor is not None and not _line_start_free(text, starts, row, reach):
+            row = anchor(row)
+        line = text[starts[row - 1] : starts[row] if row < len(starts) else None]
+        indent = line[: len(line) - len(line.lstrip(" \t\f"))].replace("\f", "")
+        block = "".join(f"{indent}{c.strip()}\n" for c in comments)
+        inserts.setdefault(starts[row - 1], []).append(block)
+        anchor_rows.append(row)
+    pieces: list[str] = []
     rows: list[tuple[int, int]] = []
-    shift = 0
-    for start, end, edit in spans:  # rows first, top down, on the original text
-        comments = COMMENT.findall(text[start:end])
-        old_lines = edit.end_row - edit.row + 1
-        new_lines = len(comments) + edit.content.count("\n") + 1
-        first = edit.row + shift
-        rows.append((first, first + new_lines - 1))
-        shift += new_lines - old_lines
-    for start, end, edit in reversed(spans):  # then text, bottom up
-        comments = COMMENT.findall(text[start:end])
-        text = text[:start] + edit.content + text[end:]
-        if comments:
-            line_start = text.rfind("\n", 0, start) + 1
-            line = text[line_start:start]
-            indent = line[: len(line) - len(line.lstrip())]
-            moved = "".join(f"{indent}{c.strip()}\n" for c in comments)
-            text = text[:line_start] + moved + text[line_start:]
-    return text, rows
+    position = 0
+    new_row = 1  # row of `position` in the output
+    pending = sorted(inserts.items())
+    next_insert = 0
+    insert_rows: dict[int, int] = {}  # original row -> output row of moved block
+
+    def copy_to(offset: int) -> None:
+        nonlocal position, new_row, next_insert
+        while next_insert < len(pending) and pending[next_insert][0] <= offset:
+            at, blocks = pending[next_insert]
+            row = bisect.bisect_right(starts, at)
+            at = max(at, position)  # never inside an edit already made
+            chunk = text[position:at]
+            pieces.append(chunk)
+            new_row += chunk.count("\n")
+            position = at
+            insert_rows[row] = new_row
+            for block in blocks:
+                pieces.append(block)
+                new_row += block.count("\n")
+            next_insert += 1
+        chunk = text[position:offset]
+        pieces.append(chunk)
+        new_row += chunk.count("\n")
+        position = offset
+
+    for (start, end, edit), row in zip(spans, anchor_rows, strict=True):
+        copy_to(start)
+        first = new_row if row is None else insert_rows[row]
+        pieces.append(edit.content)
+        new_row += edit.content.count("\n")
+        rows.append((first, new_row))
+        position = end
+    copy_to(len(text))
+    return "".join(pieces), rows
+
+
+def _line_start_free(text: str, starts: Sequence[int], row: int, reach: int) -> bool:
+    """Can a comment line go right above ``row``? Yes unless its start lies in an
+    earlier edit's span, a backslash continues the line above, or the text before
+    the expression holds a quote (the line may begin inside a string)."""
+    line_start = starts[row - 1]
+    if line_start < reach:
+        return False
+    previous = text[starts[row - 2] : line_start] if row > 1 else ""
+    if previous.rstrip("\r\n").endswith("\\"):
+        return False
+    line_end = starts[row] if row < len(starts) else len(text)
+    return not any(q in text[line_start:line_end].split("#")[0] for q in "'\"")
+
+
+def row_mapper(text: str, edits: Sequence[Edit]) -> Callable[[int], int]:
+    """Where a row of ``text`` outside every edit lands once ``edits`` (and their
+    moved comments) are applied: for rows computed on an earlier round."""
+    starts = line_starts(text)
+    changes: list[tuple[int, int]] = []  # (original end row, cumulative delta)
+    delta = 0
+    for edit in sorted(edits, key=lambda e: (e.row, e.column)):
+        start, end = offsets(edit, starts)
+        moved = len(COMMENT.findall(text[start:end]))
+        delta += moved + edit.content.count("\n") - (edit.end_row - edit.row)
+        changes.append((edit.row, delta))
+    keys = [row for row, _ in changes]
+
+    def mapped(row: int) -> int:
+        index = bisect.bisect_left(keys, row) - 1
+        return row + (changes[index][1] if index >= 0 else 0)
+
+    return mapped

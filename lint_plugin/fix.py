@@ -2,14 +2,18 @@
 (``--check``) what would change.
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
-change (``--diff``/``--check``) or a file could not be fixed (unreadable, not
-UTF-8, does not parse, rewrite refused by the oracle); 2 usage or internal error
+change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
+regular file, too large, not UTF-8, does not parse, rewrite refused by the gate,
+not writable, a link leading outside the named paths); 2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
+The gate: the bytes about to be written are decoded, parsed and proved equal to the
+original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
+
 A file's bytes are kept as they were outside the rewritten statements: its BOM,
-its line endings (CRLF stays CRLF) and its mode. Writes go to a temporary file in
-the same folder that is renamed over the original, so a file is never half
-written.
+each line's ending (LF, CRLF, lone CR, or a mix) and its mode. Writes go to a
+temporary file in the same folder that is renamed over the original, so a file is
+never half written.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from __future__ import annotations
 import codecs
 import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TextIO
 
 from lint_plugin.atomic import write_atomic
+from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
-from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
+from lint_plugin.rewrite import Options, RewriteRefused, check_written, rewrite_text
 from lint_plugin.scan import SourceError, decode
 
 
@@ -45,13 +51,22 @@ def run_fix(
     check: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    roots: Sequence[str] | None = None,
 ) -> int:
+    """Fix ``files``; ``roots`` are the paths the user named (a file reached through
+    a symbolic link leading outside all of them is not written)."""
     out = out or sys.stdout
     err = err or sys.stderr
     report = FixReport()
+    # Deep but valid code (a 1000-term sum) must not hit Python's default limit;
+    # what still does becomes a one-line refusal for that file.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+    allowed = None if roots is None else [os.path.realpath(r) for r in roots]
     for path in files:
         try:
-            outcome = fix_file(path, options, write=not (diff or check))
+            outcome = fix_file(path, options, write=not (diff or check), roots=allowed)
+        except RecursionError:
+            outcome = FileError(path, "nested too deeply to rewrite, left unchanged")
         except Exception as error:  # one file must not stop the others
             print(FileError(path, f"internal error, left unchanged: {error}"), file=err)
             report.crashed += 1
@@ -92,36 +107,105 @@ def run_fix(
     return 1 if (diff or check) and report.changed_files else 0
 
 
-def fix_file(path: str, options: Options, *, write: bool):
-    """``(before, after, rewrite)`` for one file, or a FileError saying why not."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        return FileError(path, exc.strerror or str(exc))
+def fix_file(
+    path: str,
+    options: Options,
+    *,
+    write: bool,
+    roots: Sequence[str] | None = None,
+):
+    """``(before, after, rewrite)`` for one file, or a FileError saying why not.
+
+    ``after`` is exactly what is (or would be) written, and it has passed the gate
+    (:func:`lint_plugin.rewrite.check_written`) on those very bytes.
+    """
+    data = read_regular_file(path)
+    if isinstance(data, FileError):
+        return FileError(path, data.reason)
     bom = data.startswith(codecs.BOM_UTF8)
     try:
-        text = decode(data[len(codecs.BOM_UTF8) :] if bom else data)
+        raw = decode(data[len(codecs.BOM_UTF8) :] if bom else data)
     except SourceError as exc:
         return FileError(path, str(exc))
-    crlf = "\r\n" in text and "\n" not in text.replace("\r\n", "")
-    if crlf:
-        text = text.replace("\r\n", "\n")
+    # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
+    # line gets its own ending back afterwards.
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        rewrite = rewrite_text(text, path, options)
+        rewrite = rewrite_text(text, path, options, verify_result=False)
     except SyntaxError as exc:
         return FileError(path, f"cannot parse, left unchanged: {exc}")
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
-    after = rewrite.text.replace("\n", "\r\n") if crlf else rewrite.text
-    before = text.replace("\n", "\r\n") if crlf else text
-    if rewrite.changed and write:
-        encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode("utf-8")
+    if not rewrite.changed:
+        return raw, raw, rewrite
+    after = restore_line_endings(raw, text, rewrite.text)
+    encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode("utf-8")
+    written = encoded[len(codecs.BOM_UTF8) :] if bom else encoded
+    try:
+        check_written(text, replace(rewrite, text=written.decode("utf-8")), options)
+    except RewriteRefused as exc:
+        return FileError(path, f"left unchanged: {exc}")
+    if write:
+        outside = _outside(path, roots)
+        if outside:
+            return FileError(path, outside)
         try:
             write_atomic(path, encoded)
         except OSError as exc:
             return FileError(path, f"cannot write: {exc.strerror or exc}")
-    return before, after, rewrite
+    return raw, after, rewrite
+
+
+def _outside(path: str, roots: Sequence[str] | None) -> str | None:
+    """Why ``path`` must not be written because it leads outside the named paths."""
+    if roots is None:
+        return None
+    target = os.path.realpath(path)
+    for root in roots:
+        if target == root or target.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+    return (
+        f"symbolic link to {target}, outside the paths given, not written "
+        "(name the target to fix it)"
+    )
+
+
+def restore_line_endings(original: str, normalized: str, new: str) -> str:
+    """``new`` (LF only) with the line endings of ``original``: its one style, or,
+    in a file that mixes them, each unchanged line's own and its neighbour's for a
+    new line."""
+    styles = {
+        ending
+        for ending, present in (
+            ("\r\n", "\r\n" in original),
+            ("\r", "\r" in original.replace("\r\n", "")),
+            ("\n", "\n" in original.replace("\r\n", "")),
+        )
+        if present
+    }
+    if styles <= {"\n"}:
+        return new
+    if len(styles) == 1:
+        return new.replace("\n", styles.pop())
+    endings = [m.group() for m in _ENDING.finditer(original)]
+    old_lines = normalized.split("\n")
+    new_lines = new.split("\n")
+    result: list[str] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, _, j1, j2 in matcher.get_opcodes():
+        for offset, line in enumerate(new_lines[j1:j2]):
+            if tag == "equal":
+                ending = endings[i1 + offset] if i1 + offset < len(endings) else "\n"
+            else:
+                ending = endings[min(i1, len(endings) - 1)] if endings else "\n"
+            result.append(line + ending)
+    joined = "".join(result)
+    # The last line has no ending of its own: drop the one just added.
+    last = result[-1] if result else ""
+    return joined[: len(joined) - (len(last) - len(new_lines[-1]))]
+
+
+_ENDING = re.compile(r"\r\n|\r|\n")
 
 
 def _diff_name(side: str, path: str) -> str:

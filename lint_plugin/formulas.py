@@ -63,6 +63,14 @@ class FormulaMatch:
         )
 
     @property
+    def fixable(self) -> bool:
+        """The helper call would be well placed: no fix may write a KVI004 call
+        (in ``seq_lens_sum * self.topk + self.topk * num_steps`` bs would be a
+        topk; in ``max_num_tokens * topk * max_context_len`` num_seqs a token
+        count). Such a site is reported, with no fix."""
+        return _well_placed(self.helper, self.args)
+
+    @property
     def contiguous(self) -> bool:
         """The matched terms are neighbours in the flattened sum."""
         return self.whole or self.terms[1] == self.terms[0] + 1
@@ -103,13 +111,8 @@ def match_used_len(expr: Sum) -> FormulaMatch | None:
         return None
     sls, topk = _prefix_roles(expr.terms[anchor].expr)
     bs, num_steps = _split_steps_term(expr.terms[steps].expr)
-    return FormulaMatch(
-        "KVI001",
-        USED_LEN,
-        ((sls,), (topk,), bs, (num_steps,)),
-        expr,
-        tuple(sorted((anchor, steps))),
-    )
+    args = ((sls,), (topk,), bs, (num_steps,))
+    return FormulaMatch("KVI001", USED_LEN, args, expr, tuple(sorted((anchor, steps))))
 
 
 def match_buffer_width(expr: Product) -> FormulaMatch | None:
@@ -123,7 +126,19 @@ def match_buffer_width(expr: Product) -> FormulaMatch | None:
     (count,) = (f for f in expr.factors if f is not topk and f is not mcl)
     if not _is_count(count):
         return None
-    return FormulaMatch("KVI002", BUFFER_WIDTH, ((count,), (topk,), (mcl,)), expr)
+    args = ((count,), (topk,), (mcl,))
+    return FormulaMatch("KVI002", BUFFER_WIDTH, args, expr)
+
+
+def _well_placed(helper: str, args: Sequence[Arg]) -> bool:
+    """Would the helper call be free of KVI004 (``seq_lens_sum * self.topk +
+    self.topk * num_steps`` is no used length: its bs would be a topk)?"""
+    slots = [slot for slot, _ in HELPER_SLOTS[helper]]
+    roles = [
+        (slot, arg[0].role if len(arg) == 1 and isinstance(arg[0], Leaf) else None)
+        for slot, arg in zip(slots, args, strict=True)
+    ]
+    return not misplaced_arguments(helper, roles)
 
 
 def has_topk_factor(expr: Expr) -> bool:

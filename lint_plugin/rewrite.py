@@ -6,19 +6,29 @@ same change.
 
 from __future__ import annotations
 
+import ast
+import bisect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lint_plugin.edits import apply_edits_with_rows, original_text
+from lint_plugin.edits import (
+    apply_edits_with_rows,
+    line_starts,
+    offsets,
+    row_mapper,
+    splice,
+    statement_rows,
+)
 from lint_plugin.facts import GUARD
-from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
 from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE, Settings
+from lint_plugin.verify import NotEqual, parse_module, verify
 
 
 class RewriteRefused(Exception):
@@ -40,57 +50,203 @@ class Options:
 class Rewrite:
     text: str
     applied: list[Finding] = field(default_factory=list)
+    unsafe_edits: tuple[Edit, ...] = ()  # as computed on the original text
 
     @property
     def changed(self) -> bool:
         return bool(self.applied)
 
 
-def rewrite_text(text: str, path: str, options: Options) -> Rewrite:
+def rewrite_text(
+    text: str, path: str, options: Options, *, verify_result: bool = True
+) -> Rewrite:
     """The rewritten text of one file and the findings whose fixes it applied.
 
     Raises SyntaxError when the file does not parse and RewriteRefused when a
-    safe rewrite is not provably equal to the original.
+    rewrite is not provably equal to the original (``verify_result=False`` leaves
+    that last gate to a caller who checks the bytes it writes, as ``fix`` does).
+
+    Rounds: each applies every applicable edit that overlaps no other, then the
+    result is checked again, so a formula nested in another site's argument and
+    a sum holding the formula twice are both rewritten by one run (which is what
+    makes a second run a no-op). Unsafe fixes are applied in the first round only,
+    where their stated replacements are known against the original.
     """
+    tree = parse_module(text)
+    current = text
+    applied: list[Finding] = []
+    unsafe_edits: list[Edit] = []
+    helpers: set[str] = set()
+    rows: list[tuple[int, int]] = []
+    anchor = statement_rows(tree)
+    for round_number in range(MAX_ROUNDS):
+        findings = _applicable_findings(current, path, options, round_number == 0)
+        chosen = _non_overlapping(current, findings)
+        if not chosen:
+            break
+        starts = line_starts(current)
+        for finding in chosen:
+            if finding.fix.applicability == "safe":
+                for edit in finding.fix.edits:
+                    start, end = offsets(edit, starts)
+                    reason = equivalent(current[start:end], edit.content)
+                    if reason is not None:
+                        raise RewriteRefused(
+                            f"{finding.row}:{finding.column}: {finding.code} rewrite "
+                            f"refused, not equal to the original: {reason}"
+                        )
+            else:
+                unsafe_edits.extend(finding.fix.edits)
+        # Two allocations sharing one width local share its fix: apply it once.
+        edits = list(dict.fromkeys(e for finding in chosen for e in finding.fix.edits))
+        if round_number:
+            mapped = row_mapper(current, edits)
+            rows = [(mapped(a), mapped(b)) for a, b in rows]
+            anchor = statement_rows(parse_module(current, "a rewritten round"))
+        current, new_rows = apply_edits_with_rows(current, edits, anchor)
+        rows += new_rows
+        applied += chosen
+        helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
+    if not applied:
+        return _without_unused_directives(Rewrite(text), path, options)
+    new_text = _add_imports(current, helpers, options.helpers_module)
+    if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
+        new_text = _add_imports(new_text, {GUARD}, options.guard_module)
+    rows = _shift_for_import(current, new_text, rows)
+    if options.wrap:
+        from lint_plugin.formatting import format_ranges
+
+        if new_text != current:
+            # The import lines as libcst wrote them are kept unless one is too
+            # long (a formatter would also drop a form feed or blank lines there).
+            import_rows, rows = rows[:1], rows[1:]
+            rows += _too_long(new_text, import_rows)
+        wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
+        new_text = format_ranges(new_text, wanted, Path(path))
+    rewrite = Rewrite(new_text, applied, tuple(dict.fromkeys(unsafe_edits)))
+    rewrite = _without_unused_directives(rewrite, path, options)
+    if verify_result:
+        check_written(text, rewrite, options)
+    return rewrite
+
+
+def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
+    """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
+    program (with the unsafe fixes' stated replacements, and only those)."""
+    reference = original
+    if rewrite.unsafe_edits:
+        reference = splice(original, rewrite.unsafe_edits)
+    try:
+        verify(reference, rewrite.text, options.helpers_module, options.guard_module)
+    except NotEqual as exc:
+        raise RewriteRefused(f"rewrite refused: {exc}") from None
+
+
+# More nesting than this in one expression is not worth another pass; what is left
+# is reported by `check` and rewritten by the next run.
+MAX_ROUNDS = 8
+# Lines that fit are left as their authors wrote them: no formatter run needed.
+LINE_LENGTH = 88
+
+
+def _applicable_findings(
+    text: str, path: str, options: Options, first_round: bool
+) -> list[Finding]:
     settings = Settings(options.helpers_module, options.guard_module, options.opt_in)
     findings = check_source(text.encode(), path, settings)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
-        raise SyntaxError(f"{errors[0].row}:{errors[0].column}: {errors[0].message}")
+        where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
+        if first_round:
+            raise SyntaxError(where)
+        # Our own edits broke it: a refusal, never a wrong file.
+        raise RewriteRefused(
+            f"rewrite refused: a rewritten round does not parse: {where}"
+        )
     findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
-    applied = [f for f in findings if _applicable(f, options)]
-    if not applied:
-        return _without_unused_directives(Rewrite(text), path, options)
-    for finding in applied:
-        if finding.fix.applicability == "safe":
-            for edit in finding.fix.edits:
-                reason = equivalent(original_text(text, edit), edit.content)
-                if reason is not None:
-                    raise RewriteRefused(
-                        f"{finding.row}:{finding.column}: {finding.code} rewrite "
-                        f"refused, not equal to the original: {reason}"
-                    )
-    # Two allocations sharing one width local share its fix: apply that edit once.
-    edits = list(dict.fromkeys(e for finding in applied for e in finding.fix.edits))
-    edited, rows = apply_edits_with_rows(text, edits)
-    helpers = {name for edit in edits for name in _HELPER_CALL.findall(edit.content)}
-    new_text = _add_imports(edited, helpers, options.helpers_module)
-    if any(_GUARD_CALL.search(edit.content) for edit in edits):
-        new_text = _add_imports(new_text, {GUARD}, options.guard_module)
-    rows = _shift_for_import(edited, new_text, rows)
-    if options.wrap:
-        from lint_plugin.formatting import format_ranges
-
-        new_text = format_ranges(new_text, rows, Path(path))
-    return _without_unused_directives(Rewrite(new_text, applied), path, options)
+    return [
+        f
+        for f in findings
+        if _applicable(f, options) and (first_round or f.fix.applicability == "safe")
+    ]
 
 
-def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
-    # KVI100's safe fix: drop directive codes that suppress nothing (comments only).
-    from lint_plugin.noqa import remove_unused_directives
+def _non_overlapping(text: str, findings: list[Finding]) -> list[Finding]:
+    """The findings whose edits overlap no earlier one (outer sites first: an inner
+    one is found again, inside the helper call's argument, next round)."""
+    starts = line_starts(text)
+    spans = []
+    for finding in findings:
+        edge = [offsets(e, starts) for e in finding.fix.edits]
+        spans.append((min(s for s, _ in edge), -max(e for _, e in edge), finding))
+    spans.sort(key=lambda s: s[:2])
+    chosen: list[Finding] = []
+    reach = -1
+    for start, negative_end, finding in spans:
+        if start < reach:
+            continue
+        chosen.append(finding)
+        reach = -negative_end
+    return chosen
 
-    text, fixed = remove_unused_directives(rewrite.text, path, options.selected)
-    return Rewrite(text, rewrite.applied + fixed)
+
+def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``rows`` grown to whole statements (a compound one's header only): the
+    formatter formats whole statements, and must change nothing else."""
+    if not rows:
+        return []
+    spans = []  # (first row, last row) of simple statements and compound headers
+    for node in ast.walk(parse_module(text, "the rewritten text")):
+        if not isinstance(node, ast.stmt):
+            continue
+        first = node.lineno
+        for decorator in getattr(node, "decorator_list", ()):
+            first = min(first, decorator.lineno)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            last = max(first, body[0].lineno - 1)
+            if body[0].lineno == node.lineno:  # `if x: y` on one line
+                last = node.end_lineno
+        else:
+            last = node.end_lineno
+        spans.append((first, last))
+    spans.sort()
+    starts = [first for first, _ in spans]
+    grown = []
+    for first, last in rows:
+        low, high = first, last
+        index = bisect.bisect_right(starts, first) - 1
+        while index >= 0 and spans[index][1] < first:
+            index -= 1
+        if index >= 0:
+            low = min(low, spans[index][0])
+            high = max(high, spans[index][1])
+        index = bisect.bisect_right(starts, last) - 1
+        if index >= 0 and spans[index][1] >= last:
+            high = max(high, spans[index][1])
+        grown.append((low, high))
+    return grown
+
+
+def _too_long(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    lines = text.split("\n")
+    return [
+        (first, last)
+        for first, last in rows
+        if any(len(line) > LINE_LENGTH for line in lines[first - 1 : last])
+    ]
+
+
+def _needing_format(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Rows worth a formatter run: a rewrite spanning lines, or a line too long."""
+    lines = text.split("\n")
+    return [
+        (first, last)
+        for first, last in rows
+        if first != last
+        or first - 1 >= len(lines)
+        or len(lines[first - 1]) > LINE_LENGTH
+    ]
 
 
 def _applicable(finding: Finding, options: Options) -> bool:
@@ -102,6 +258,16 @@ def _applicable(finding: Finding, options: Options) -> bool:
 
 _HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")
+
+
+def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
+    # KVI100's safe fix: drop directive codes that suppress nothing (comments only).
+    from lint_plugin.noqa import remove_unused_directives
+
+    text, fixed = remove_unused_directives(rewrite.text, path, options.selected)
+    if not fixed:
+        return rewrite
+    return Rewrite(text, rewrite.applied + fixed, rewrite.unsafe_edits)
 
 
 def _shift_for_import(
@@ -126,9 +292,34 @@ def _shift_for_import(
     return [(prefix + 1, max(prefix + 1, len(new) - suffix)), *shifted]
 
 
-# The module's header ends where its first top-level def, class or decorator starts:
-# imports live above it, so libcst only has to parse that much.
-_FIRST_BLOCK = re.compile(r"^(?:async[ \t]+def|def|class|@)", re.M)
+def _header_end(text: str) -> int:
+    """Offset just past the module's docstring and top-level imports (up to the
+    first def or class): all libcst needs to see to add an import. Cut at a
+    statement boundary found by ``ast``, so libcst is never handed a huge or
+    deep expression further down (it can take minutes, or crash, on those)."""
+    tree = parse_module(text, "the rewritten text")
+    last = 0
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        docstring = (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        )
+        if docstring or isinstance(statement, (ast.Import, ast.ImportFrom)):
+            last = statement.end_lineno or last
+    starts = line_starts(text)
+    if last == 0:
+        # Nothing to import after: the import goes below the comments that open
+        # the file (a shebang, an encoding line, a licence), as libcst puts it.
+        opening = _OPENING_COMMENTS.match(text)
+        return opening.end() if opening else 0
+    return starts[last] if last < len(starts) else len(text)
+
+
+_OPENING_COMMENTS = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*")
 
 
 def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
@@ -136,21 +327,37 @@ def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
 
     from lint_plugin.imports import ensure_imported
 
-    first_block = _FIRST_BLOCK.search(text)
-    cut = first_block.start() if first_block else len(text)
+    cut = _header_end(text)
     head, tail = text[:cut], text[cut:]
-    try:
-        module = cst.parse_module(head)
-    except cst.ParserSyntaxError:  # the cut fell inside a string: parse it all
-        module, tail = cst.parse_module(text), ""
+    module = cst.parse_module(head)
     wanted = {name for name in helpers if not _bound_in(tail, name)}
     new_module = ensure_imported(module, wanted, helpers_module)
     new_head = new_module.code
     if tail and new_head != head and _ends_with_import(new_module):
-        # The added import now sits right above the first def or class: two blank
-        # lines between them, as black and ruff format want.
-        new_head = new_head.rstrip("\n") + "\n\n\n"
+        if not new_head.endswith("\n"):
+            new_head += "\n"
+        tail = _blank_lines_before(tail)
     return new_head + tail
+
+
+_CODE_LINE = re.compile(r"^[ \t]*[^\s#]", re.M)
+_DEF_OR_CLASS = re.compile(r"(?:async[ \t]+def|def|class|@)\b")
+
+
+def _blank_lines_before(tail: str) -> str:
+    """``tail`` with the blank lines black and ruff format want after an import:
+    two before a def or class (comments above it included), one before other
+    code. Blank lines already there are kept."""
+    blank = 0
+    for line in tail.split("\n"):
+        if line.strip():
+            break
+        blank += 1
+    code = _CODE_LINE.search(tail)
+    if code is None:
+        return tail
+    wanted = 2 if _DEF_OR_CLASS.match(tail, code.end() - 1) else 1
+    return "\n" * max(0, wanted - blank) + tail
 
 
 def _ends_with_import(module) -> bool:

@@ -15,6 +15,7 @@ import bisect
 import functools
 import itertools
 import re
+import sys
 import warnings
 from collections.abc import Callable
 
@@ -34,6 +35,9 @@ _ROW_INTEREST = re.compile(r"topk|seq_lens?_sum|context_len|draft_kv_indices_")
 # calls a helper, or is the draft class itself (checked before this).
 _SECOND_ROLE = re.compile(r"seq_lens?_sum|context_len|draft_kv_indices_")
 _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+
+
+_RECURSION_LIMIT = 20_000
 
 
 class SourceError(ValueError):
@@ -82,8 +86,16 @@ def check_source(
     text = decode(data)
     if not could_match(data):
         return []
-    lines = None if "\r" in text else text.split("\n")
-    regions = None if lines is None else _regions(text, lines)
+    if "\r" in text:
+        # Python ends lines at CRLF and at a lone CR: so do the rows here (columns
+        # are unchanged, the CR being the last character of its line).
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # The engine walks trees recursively: a 1000-term sum is valid code and must
+    # not hit Python's default limit of 1000 frames (3.11+ frames are cheap).
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    lines = text.split("\n")
+    regions = _regions(text, lines)
     if regions is not None:
         findings: list[Finding] = []
         try:
@@ -122,12 +134,15 @@ def _check_region(
 
 def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
-    layout = _Layout(text, lines)
+    strings = _StringSpans(text)
+    layout = _Layout(text, lines, strings)
     spans: list[tuple[int, int]] = []
     row = counted = 0
     for match in _INTEREST_TEXT.finditer(text):
         row += text.count("\n", counted, match.start())
         counted = match.start()
+        if strings.holds(match.start()):
+            continue  # code quoted in a docstring is no code (flake8 agrees)
         if spans and spans[-1][0] <= row < spans[-1][1]:
             continue  # this block is already picked
         if lines[row].lstrip().startswith("#"):
@@ -162,7 +177,7 @@ class _Layout:
     """Where the blocks of one file start and end, found with C-speed searches:
     the def and class lines once, a block's end by one regex search."""
 
-    def __init__(self, text: str, lines: list[str]) -> None:
+    def __init__(self, text: str, lines: list[str], strings: _StringSpans) -> None:
         self.text = text
         self.lines = lines
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
@@ -170,6 +185,8 @@ class _Layout:
         for match in _BLOCK_LINE.finditer(text):
             row += text.count("\n", counted, match.start())
             counted = match.start()
+            if strings.holds(match.start()):
+                continue
             self.blocks.append(
                 (row, len(match.group(1)), match.group(2), match.group(3))
             )
@@ -237,6 +254,55 @@ class _Layout:
         return following + self.text.count("\n", position, match.start())
 
 
+# What can hide code-like text: comments and string literals. Only a triple-quoted
+# string spans lines, so only those are remembered.
+_QUOTED = re.compile(
+    r"#[^\n]*"
+    r"|(\"\"\"|''')"
+    r'|"(?:[^"\\\n]|\\[\s\S])*"'
+    r"|'(?:[^'\\\n]|\\[\s\S])*'"
+)
+_TRIPLE_END = {
+    '"""': re.compile(r'(?:[^"\\]+|\\[\s\S]|"(?!""))*"""'),
+    "'''": re.compile(r"(?:[^'\\]+|\\[\s\S]|'(?!''))*'''"),
+}
+
+
+class _StringSpans:
+    """Offsets of the triple-quoted strings of a file, found lazily by regex
+    searches (none at all to find in a file without a triple quote)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._spans: list[tuple[int, int]] | None = None
+
+    def holds(self, offset: int) -> bool:
+        if self._spans is None:
+            self._spans = self._find()
+        index = bisect.bisect_right(self._spans, (offset, len(self.text) + 1)) - 1
+        return index >= 0 and self._spans[index][0] < offset < self._spans[index][1]
+
+    def _find(self) -> list[tuple[int, int]]:
+        text = self.text
+        if '"""' not in text and "'''" not in text:
+            return []
+        spans = []
+        position = 0
+        while True:
+            match = _QUOTED.search(text, position)
+            if match is None:
+                return spans
+            if match.group(1) is None:
+                position = match.end()
+                continue
+            end = _TRIPLE_END[match.group(1)].match(text, match.end())
+            if end is None:  # unterminated: the parser will say so
+                spans.append((match.start(), len(text)))
+                return spans
+            spans.append((match.start(), end.end()))
+            position = end.end()
+
+
 @functools.lru_cache(maxsize=64)
 def _block_end_pattern(indent: int) -> re.Pattern[str]:
     return re.compile(rf"^[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]", re.M)
@@ -294,7 +360,11 @@ def _parse(text: str, path: str) -> ast.Module:
     # the file's own business, not noise for the person running the checker.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text, filename=path)
+        try:
+            return ast.parse(text, filename=path)
+        except (RecursionError, MemoryError):
+            # Too deep for the parser: the file's own problem, one E999 for it.
+            raise SyntaxError("too deeply nested to parse", (path, 1, 1, "")) from None
 
 
 def _syntax_error_of(text: str, path: str) -> Finding | None:

@@ -89,5 +89,9 @@ COMMENT = re.compile(r"#[^\r\n]*")
 
 
 def one_line(text: str) -> str:
-    """An expression's text as one line, for messages: no comments, single spaces."""
-    return " ".join(COMMENT.sub("", text).split())
+    """An expression's text as one line, for messages: no comments, no backslash
+    continuations, single spaces."""
+    return " ".join(_CONTINUATION.sub(" ", COMMENT.sub("", text)).split())
+
+
+_CONTINUATION = re.compile(r"\\\r?\n")

@@ -145,7 +145,7 @@ def test_symlink_stays_a_link(tmp_path: Path) -> None:
 
 def test_libcst_tool_runs_the_same_transform(backends: Path) -> None:
     command = [
-        sys.executable, "-m", "libcst.tool", "codemod", "-x", "--no-format",
+        sys.executable, "-P", "-m", "libcst.tool", "codemod", "-x", "--no-format",
         "lint_plugin.codemod.DraftKvIndicesCommand", str(backends),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

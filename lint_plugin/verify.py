@@ -1,0 +1,149 @@
+"""The last gate before a file is replaced: is the text to be written the original
+program?
+
+The final text is parsed and compared with the original, comments aside: both
+modules are brought to canonical form (:mod:`lint_plugin.poly`: each helper call
+expanded back into its formula, every ``+ - *`` multiplied out over the integers)
+after the helpers' module-level ``from <helpers> import`` names are dropped from
+both, and the forms must be identical. The gate looks at the text that is written,
+not at the edits that were planned, so a splice, comment-move or formatter bug
+becomes a refusal instead of a wrong program. Equal forms are a proof under the
+one assumption the rules make everywhere: the arithmetic is on integers.
+
+Unsafe fixes change values on purpose: they are compared against the original
+with exactly their stated replacements applied (``reference``), so nothing else
+may change.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from lint_plugin.poly import HELPER_FORMULAS, Canonicalizer
+
+
+class NotEqual(Exception):
+    """The text to be written is not provably the original program."""
+
+
+def parse_module(text: str, what: str | None = None) -> ast.Module:
+    """``ast`` tree of a whole file; every failure is a one-line SyntaxError
+    (``what`` names the text when it is not the file itself)."""
+    prefix = f"{what} does not parse: " if what else ""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except SyntaxError as exc:
+        raise SyntaxError(
+            f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
+        ) from None
+    except (RecursionError, MemoryError):
+        raise SyntaxError(f"{prefix}nested too deeply to parse") from None
+
+
+def verify(
+    reference: str, final: str, helpers_module: str, guard_module: str | None = None
+) -> None:
+    """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
+    integer arithmetic and the helpers' calls and imports."""
+    try:
+        before = parse_module(reference, "the original")
+        after = parse_module(final, "the rewritten text")
+    except SyntaxError as exc:
+        raise NotEqual(str(exc)) from None
+    new_calls = _helper_calls(after) - _helper_calls(before)
+    unbound = sorted(new_calls - _module_level_names(after))
+    if unbound:
+        raise NotEqual(f"the rewritten text calls {unbound[0]} without importing it")
+    _drop_helper_imports(before, helpers_module, guard_module)
+    _drop_helper_imports(after, helpers_module, guard_module)
+    canon = Canonicalizer()
+    if canon.canonical(before) == canon.canonical(after):
+        return
+    raise NotEqual(_first_difference(canon, before, after))
+
+
+def _first_difference(canon: Canonicalizer, before: ast.Module, after: ast.Module):
+    pending = [(before.body, after.body)]
+    while pending:
+        old, new = pending.pop()
+        for a, b in zip(old, new, strict=False):
+            if canon.canonical(a) != canon.canonical(b):
+                inner = [
+                    (getattr(a, f), getattr(b, f))
+                    for f in ("body", "orelse", "finalbody")
+                    if isinstance(getattr(a, f, None), list)
+                    and type(a) is type(b)
+                    and canon.canonical(getattr(a, f)) != canon.canonical(getattr(b, f))
+                ]
+                if inner and canon.canonical(_header(a)) == canon.canonical(_header(b)):
+                    pending.extend(inner)
+                    break
+                return (
+                    f"the statement at line {a.lineno} would become a different "
+                    f"program (line {b.lineno} of the rewritten text)"
+                )
+        else:
+            if len(old) != len(new):
+                where = old[len(new)] if len(old) > len(new) else new[len(old)]
+                return f"a statement is lost or added near line {where.lineno}"
+    return "the rewritten text is a different program"
+
+
+def _header(node: ast.stmt) -> list:
+    return [
+        getattr(node, f)
+        for f in node._fields
+        if f not in ("body", "orelse", "finalbody", "handlers", "cases")
+    ]
+
+
+def _helper_calls(tree: ast.Module) -> set[str]:
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in HELPER_FORMULAS
+    }
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            names.update(a.asname or a.name for a in statement.names)
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(statement.name)
+    return names
+
+
+# KVI006's guard, imported by an unsafe fix from the guard module.
+_GUARD = "assert_buffer_fits"
+
+
+def _drop_helper_imports(
+    tree: ast.Module, helpers_module: str, guard_module: str | None = None
+) -> None:
+    body = []
+    for statement in tree.body:
+        if not (isinstance(statement, ast.ImportFrom) and statement.level == 0):
+            body.append(statement)
+            continue
+        dropped: frozenset[str] = frozenset()
+        if statement.module == helpers_module:
+            dropped = frozenset(HELPER_FORMULAS)
+        elif guard_module is not None and statement.module == guard_module:
+            dropped = frozenset({_GUARD})
+        if dropped:
+            statement.names = [
+                a
+                for a in statement.names
+                if not (a.asname is None and a.name in dropped)
+            ]
+            if not statement.names:
+                continue
+        body.append(statement)
+    tree.body = body

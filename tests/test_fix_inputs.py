@@ -1,0 +1,244 @@
+"""Hostile inputs to ``fix`` (and ``check``): one line for the bad path, the other
+files still processed, nothing written where it must not be (issue 9, item 3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lint_plugin import files
+from lint_plugin.cli import main
+
+SITE = (
+    "def f(self, seq_lens_sum, bs, i):\n"
+    "    return seq_lens_sum * self.topk + bs * (i + 1)\n"
+)
+CALL = "draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
+
+
+def run_fix(capsys, *paths: str, config: bool = False) -> tuple[int, list[str]]:
+    args = ["fix", *([] if config else ["--no-config"]), *paths]
+    status = main(args)
+    err = capsys.readouterr().err.splitlines()
+    return status, [line for line in err if "error" in line or "warning" in line]
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    path = tmp_path / "good.py"
+    path.write_text(SITE)
+    return path
+
+
+def assert_fixed(path: Path) -> None:
+    assert CALL in path.read_text()
+
+
+def test_fifo_is_reported_not_read(tmp_path, good, capsys) -> None:
+    os.mkfifo(tmp_path / "x.py")  # reading it would block forever
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert lines == [f"{tmp_path / 'x.py'}: error: not a regular file (a FIFO)"]
+    assert_fixed(good)
+
+
+def test_link_to_a_device_is_reported_not_read(tmp_path, good, capsys) -> None:
+    (tmp_path / "zero.py").symlink_to("/dev/zero")  # endless bytes
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert lines == [
+        f"{tmp_path / 'zero.py'}: error: not a regular file (a character device)"
+    ]
+    assert_fixed(good)
+
+
+def test_check_reports_a_fifo_and_checks_the_rest(tmp_path, good, capsys) -> None:
+    os.mkfifo(tmp_path / "x.py")
+    assert main(["check", "--no-config", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"{tmp_path / 'x.py'}: error: not a regular file (a FIFO)"
+    ]
+    assert "KVI001" in captured.out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_pyproject_that_is_no_file_is_skipped(tmp_path, good, capsys, kind) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    if kind == "fifo":
+        os.mkfifo(pyproject)
+    else:
+        pyproject.symlink_to("/dev/zero")
+    status, lines = run_fix(capsys, str(good), config=True)
+    assert status == 0
+    assert len(lines) == 1
+    assert lines[0].startswith(f"warning: {pyproject}: error: not a regular file")
+    assert_fixed(good)
+
+
+def test_a_file_over_the_size_cap_is_reported(tmp_path, good, capsys, monkeypatch):
+    monkeypatch.setattr(files, "MAX_SOURCE_BYTES", 1000)
+    big = tmp_path / "big.py"
+    big.write_text(SITE + "#" * 1000 + "\n")
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert lines == [f"{big}: error: larger than 1,000 bytes, not read"]
+    assert_fixed(good)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "X = " + "-" * 100_000 + "1\n",  # past the parser's own limits
+        "X = " + "[" * 1000 + "]" * 1000 + "\n",  # too many nested brackets
+    ],
+    ids=["deep-unary", "deep-brackets"],
+)
+def test_code_too_deep_to_parse_is_one_line(tmp_path, good, capsys, body) -> None:
+    deep = tmp_path / "deep.py"
+    deep.write_text(body + SITE)
+    before = deep.read_bytes()
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert len(lines) == 1 and lines[0].startswith(f"{deep}: error: cannot parse")
+    assert deep.read_bytes() == before
+    assert_fixed(good)
+
+
+def test_deep_but_valid_header_is_fixed(tmp_path, capsys) -> None:
+    # libcst parses the module header to add the import; it is only ever given
+    # text the ast parser accepted (deeper input once crashed the process).
+    path = tmp_path / "header.py"
+    path.write_text("X = " + "[" * 150 + "]" * 150 + "\n\n\n" + SITE)
+    status, lines = run_fix(capsys, str(path))
+    assert (status, lines) == (0, [])
+    assert_fixed(path)
+
+
+def test_link_out_of_the_named_folder_is_not_written(tmp_path, capsys) -> None:
+    outside = tmp_path / "outside"
+    inside = tmp_path / "inside"
+    outside.mkdir()
+    inside.mkdir()
+    target = outside / "target.py"
+    target.write_text(SITE)
+    (inside / "link.py").symlink_to(target)
+    good = inside / "good.py"
+    good.write_text(SITE)
+    status, lines = run_fix(capsys, str(inside))
+    assert status == 1
+    assert lines == [
+        f"{inside / 'link.py'}: error: symbolic link to {target}, outside the "
+        "paths given, not written (name the target to fix it)"
+    ]
+    assert target.read_text() == SITE
+    assert_fixed(good)
+
+
+def test_read_only_file_is_not_replaced(tmp_path, good, capsys) -> None:
+    locked = tmp_path / "locked.py"
+    locked.write_text(SITE)
+    locked.chmod(0o444)
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert lines == [f"{locked}: error: cannot write: read-only, not replaced"]
+    assert locked.read_text() == SITE
+    assert_fixed(good)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown"
+)
+def test_someone_elses_file_is_not_replaced(tmp_path, good, capsys) -> None:
+    theirs = tmp_path / "theirs.py"
+    theirs.write_text(SITE)
+    os.chown(theirs, 65534, 65534)
+    status, lines = run_fix(capsys, str(tmp_path))
+    assert status == 1
+    assert lines == [
+        f"{theirs}: error: cannot write: owned by another user, not replaced"
+    ]
+    assert theirs.read_text() == SITE
+    assert theirs.stat().st_uid == 65534
+    assert_fixed(good)
+
+
+def test_a_path_like_an_option_stays_a_path(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    # A long statement, so the formatter (a subprocess) is given the path.
+    name = "--select=KVI004.py"
+    body = "    return (\n        seq_lens_sum * self.topk\n        + bs * (i + 1)\n    )\n"
+    Path(name).write_text(SITE.splitlines(keepends=True)[0] + body)
+    status, lines = run_fix(capsys, f"./{name}")
+    assert (status, lines) == (0, [])
+    assert CALL in Path(name).read_text()
+
+
+def test_sigterm_in_the_write_window_leaves_no_temporary(tmp_path) -> None:
+    target = tmp_path / "m.py"
+    target.write_text("old\n")
+    # The child stops inside the write window (fsync) and tells the parent so;
+    # the parent then sends SIGTERM.
+    child = textwrap.dedent(
+        f"""
+        import os, sys
+        from lint_plugin import atomic
+        def stall(fd):
+            print("in window", flush=True)
+            sys.stdin.read()
+        atomic.os.fsync = stall
+        atomic.write_atomic({str(target)!r}, b"new\\n")
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", child],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout.readline() == "in window\n"
+    process.send_signal(signal.SIGTERM)
+    status = process.wait()
+    process.stdin.close()
+    process.stdout.close()
+    assert status == 128 + signal.SIGTERM
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
+    assert target.read_text() == "old\n"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P is 3.11+")
+def test_the_readme_libcst_line_imports_nothing_from_the_working_folder(tmp_path):
+    # A repository with a folder named like a package the transform imports.
+    planted = tmp_path / "ruff"
+    planted.mkdir()
+    marker = tmp_path / "planted-code-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (planted / "__main__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    body = "    return (\n        seq_lens_sum * self.topk\n        + bs * (i + 1)\n    )\n"
+    target = tmp_path / "backend.py"
+    target.write_text(SITE.splitlines(keepends=True)[0] + body)
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (line,) = (
+        line for line in readme.splitlines() if line.startswith("python -P -m libcst")
+    )
+    command = [sys.executable, *line.split()[1:-1], str(target)]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert CALL in target.read_text()
+    assert not marker.exists()
+
+
+def test_check_reports_a_formula_in_a_1000_term_sum(tmp_path, capsys) -> None:
+    path = tmp_path / "long.py"
+    terms = " + ".join(["bs"] * 1000)
+    path.write_text(SITE.replace("return ", f"return {terms} + "))
+    assert main(["check", "--no-config", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "KVI001" in captured.out and "All checks passed" not in captured.out
