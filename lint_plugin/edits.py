@@ -24,6 +24,24 @@ from lint_plugin.findings import Edit
 from lint_plugin.source import COMMENT
 
 
+def header_last_row(tree: ast.Module) -> int:
+    """The last row of a module's header: its docstring and the imports above the
+    first def or class (0 when there is none). New imports go below it."""
+    last = 0
+    for index, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            break
+        docstring = (
+            index == 0
+            and isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        )
+        if docstring or isinstance(statement, (ast.Import, ast.ImportFrom)):
+            last = statement.end_lineno or last
+    return last
+
+
 def line_starts(text: str) -> list[int]:
     starts = [0]
     for match in re.finditer("\n", text):

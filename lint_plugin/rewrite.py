@@ -15,6 +15,7 @@ from pathlib import Path
 
 from lint_plugin.edits import (
     apply_edits_with_rows,
+    header_last_row,
     line_starts,
     offsets,
     row_mapper,
@@ -297,19 +298,7 @@ def _header_end(text: str) -> int:
     first def or class): all libcst needs to see to add an import. Cut at a
     statement boundary found by ``ast``, so libcst is never handed a huge or
     deep expression further down (it can take minutes, or crash, on those)."""
-    tree = parse_module(text, "the rewritten text")
-    last = 0
-    for index, statement in enumerate(tree.body):
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            break
-        docstring = (
-            index == 0
-            and isinstance(statement, ast.Expr)
-            and isinstance(statement.value, ast.Constant)
-            and isinstance(statement.value.value, str)
-        )
-        if docstring or isinstance(statement, (ast.Import, ast.ImportFrom)):
-            last = statement.end_lineno or last
+    last = header_last_row(parse_module(text, "the rewritten text"))
     starts = line_starts(text)
     if last == 0:
         # Nothing to import after: the import goes below the comments that open

@@ -39,19 +39,9 @@ def _bound(text: str, name: str) -> bool:
 
 def _insertion_row(tree: ast.Module) -> int:
     """The 1-based row a new import line goes before."""
-    after = 0
-    for index, stmt in enumerate(tree.body):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            break
-        docstring = (
-            index == 0
-            and isinstance(stmt, ast.Expr)
-            and isinstance(stmt.value, ast.Constant)
-            and isinstance(stmt.value.value, str)
-        )
-        if docstring or isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            after = stmt.end_lineno or after
-    return after + 1
+    from lint_plugin.edits import header_last_row
+
+    return header_last_row(tree) + 1
 
 
 def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:

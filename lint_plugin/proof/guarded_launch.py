@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from .errors import HarnessError
-from .kernel import INPUTS, launch_problems
+from .kernel import INPUTS, LaunchByGrid, launch_problems
 from .record import BufferUse, Launch, Recorder
 from .torch_proxy import POISON
 
@@ -50,7 +50,7 @@ def _pow2_above(n: int) -> int:
     return 1 << int(n).bit_length()
 
 
-class GuardedDraftKernel:
+class GuardedDraftKernel(LaunchByGrid):
     """``kernel[grid](*args)`` running upstream's kernel; records each launch."""
 
     def __init__(self, recorder: Recorder, jitted: Any) -> None:
@@ -72,26 +72,8 @@ class GuardedDraftKernel:
     def __repr__(self) -> str:
         return "<upstream generate_draft_decode_kv_indices, guarded>"
 
-    def __getitem__(self, grid: Any) -> Callable[..., None]:
-        if callable(grid):
-            raise HarnessError("grid given as a callable; the backends pass a tuple")
-        grid = tuple(int(g) for g in grid)
-        if len(grid) != 3:
-            raise HarnessError(f"grid {grid}: expected (num_steps, num_seqs, topk)")
-
-        def launch(*args: Any, **kwargs: Any) -> None:
-            self.launch(grid, *args, **kwargs)
-
-        return launch
-
     def launch(self, grid: tuple[int, int, int], *args: Any, **kwargs: Any) -> None:
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise HarnessError(
-                f"index kernel called with wrong arguments: {exc}"
-            ) from exc
-        a = dict(bound.arguments)
+        a = dict(self.bind(self.signature, args, kwargs).arguments)
         scalar_names = [n for n, v in a.items() if not isinstance(v, torch.Tensor)]
         s = {n: int(a[n]) for n in scalar_names}
         problems = launch_problems(a, s)

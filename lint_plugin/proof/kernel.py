@@ -62,14 +62,9 @@ SCALARS = (
 INPUTS = ("req_pool_indices", "req_to_token", "paged_kernel_lens", "positions")
 
 
-class ReferenceDraftKernel:
-    """``kernel[grid](*args)`` like a ``triton.jit`` function; records each launch."""
-
-    def __init__(self, recorder: Recorder) -> None:
-        self._recorder = recorder
-
-    def __repr__(self) -> str:
-        return "<reference generate_draft_decode_kv_indices>"
+class LaunchByGrid:
+    """``kernel[grid](*args)`` as a ``triton.jit`` function is called: the grid is
+    checked, then ``self.launch(grid, *args)`` runs."""
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         if callable(grid):
@@ -84,13 +79,29 @@ class ReferenceDraftKernel:
         return launch
 
     def launch(self, grid: tuple[int, int, int], *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
         try:
-            bound = SIGNATURE.bind(*args, **kwargs)
+            return signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise HarnessError(
                 f"index kernel called with wrong arguments: {exc}"
             ) from exc
-        a = bound.arguments
+
+
+class ReferenceDraftKernel(LaunchByGrid):
+    """The reference kernel, launched like ``triton.jit``'s; records each launch."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self._recorder = recorder
+
+    def __repr__(self) -> str:
+        return "<reference generate_draft_decode_kv_indices>"
+
+    def launch(self, grid: tuple[int, int, int], *args: Any, **kwargs: Any) -> None:
+        a = self.bind(SIGNATURE, args, kwargs).arguments
         num_steps, num_seqs, topk = grid
         kv_indices, kv_indptr, req_to_token = (
             a["kv_indices"],
