@@ -9,9 +9,10 @@ import ast
 from pathlib import Path
 
 import pytest
-from harness import Params, Recorder, ReferenceDraftKernel, compare, default_grid, run
+from harness import Recorder, ReferenceDraftKernel, compare, default_grid, run
 from mutants import REGRESSIONS, mutate, sites
 
+from lint_plugin.proof.verdict import long_sequence_grid
 from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN
 
@@ -59,22 +60,6 @@ def test_guard_changes_no_number(new_attention: Path, backend: str) -> None:
     assert counts.allocations and counts.slices and counts.launches, str(counts)
 
 
-def _overflowing(topk: int) -> list[Params]:
-    ctx = 32
-    return [
-        Params(
-            num_seqs=n,
-            topk=topk,
-            speculative_num_steps=steps,
-            seq_lens=tuple([ctx - steps] * n),
-            max_context_len=ctx,
-            cuda_graph_max_bs=n,
-        )
-        for n in (2, 3)
-        for steps in (2, 3)
-    ]
-
-
 @pytest.mark.corpus
 @pytest.mark.parametrize("backend", list(BACKENDS))
 def test_guard_stops_an_undersized_buffer_before_the_kernel(
@@ -107,32 +92,28 @@ def test_guard_stops_an_undersized_buffer_before_the_kernel(
     if backend == "triton":  # Triton launches the module-level kernel
         names["generate_draft_decode_kv_indices"] = CountingKernel()
     stopped = 0
-    for topk in (2, 4):
-        for params in _overflowing(topk):
-            before = run(
-                unsized, class_name, params, "cpu", graph_entry="common_template"
+    for params in long_sequence_grid((2, 4)):
+        before = run(unsized, class_name, params, "cpu", graph_entry="common_template")
+        assert before.overruns, params.describe()  # the bug writes past the row
+        events.clear()
+        with pytest.raises(AssertionError) as raised:
+            run(
+                fixed,
+                class_name,
+                params,
+                "cpu",
+                graph_entry="common_template",
+                extra_names=names,
             )
-            assert before.overruns, params.describe()  # the bug writes past the row
-            events.clear()
-            with pytest.raises(AssertionError) as raised:
-                run(
-                    fixed,
-                    class_name,
-                    params,
-                    "cpu",
-                    graph_entry="common_template",
-                    extra_names=names,
-                )
-            message = str(raised.value)
-            assert message.startswith(
-                "EAGLE draft kv_indices row (size max_bs * topk * max_context_len): "
-                "used "
-            ), message
-            kind, used, capacity = events[-1]
-            assert (kind, used > capacity) == ("guard", True)
-            assert f"used {used} > capacity {capacity}" in message
-            if backend == "triton":
-                assert ("launch", capacity) not in events  # never launched on it
-            stopped += 1
+        message = str(raised.value)
+        assert message.startswith(
+            "EAGLE draft kv_indices row (size max_bs * topk * max_context_len): used "
+        ), message
+        kind, used, capacity = events[-1]
+        assert (kind, used > capacity) == ("guard", True)
+        assert f"used {used} > capacity {capacity}" in message
+        if backend == "triton":
+            assert ("launch", capacity) not in events  # never launched on it
+        stopped += 1
     print(f"\n[cpu] {class_name}: undersized buffer stopped at the guard {stopped}x")
     assert stopped == 8
