@@ -509,6 +509,9 @@ def run_check(args: argparse.Namespace) -> int:
     output_format = args.output_format or plan.config.output_format or "text"
     findings = result.findings
     sources = {report.path: report.data for report in result.reports}
+    # A file the engine failed on was not checked: the summary must not say
+    # "All checks passed!" (it counts such files with the unreadable ones).
+    unchecked = len(errors) + len(result.crashes)
     if args.statistics:
         from lint_plugin.output import statistics
 
@@ -519,13 +522,13 @@ def run_check(args: argparse.Namespace) -> int:
 
             report = statistics.render_text(findings)
             if not args.quiet:
-                report += "\n".join(summary(findings, len(errors))) + "\n"
+                report += "\n".join(summary(findings, unchecked)) + "\n"
     elif output_format in ("text", "concise", "full"):
         from lint_plugin.output import text
 
         report = text.render(
             findings,
-            len(errors),
+            unchecked,
             sources=sources if output_format == "full" else None,
             show_fixes=args.show_fixes or output_format == "full",
             color=not args.output_file and _use_color(args.color, sys.stdout),
@@ -534,7 +537,7 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         from lint_plugin.output import render
 
-        report = render(output_format, findings, len(errors), sources=sources)
+        report = render(output_format, findings, unchecked, sources=sources)
     if args.output_file:
         try:
             with open(args.output_file, "w", encoding="utf-8") as handle:

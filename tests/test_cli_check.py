@@ -678,3 +678,17 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
         '[tool.draft-kv-lint]\nextend-select = ["KVI006"]\n'
     )
     assert run("check", "backend.py").codes == ["KVI006"]
+
+
+def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
+    from lint_plugin import scan
+
+    def explode(data: bytes, path: str, settings=None):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(scan, "check_source", explode)
+    write(tree / "b.py", "y = 1\n")
+    result = run("check")
+    assert result.status == 2
+    assert "All checks passed" not in result.out
+    assert result.out == "Found 1 error.\n"  # the file it could not check
