@@ -11,6 +11,7 @@ import ast
 import re
 
 from lint_plugin.allocations import allocation_shape
+from lint_plugin.arith import AST
 from lint_plugin.facts import (
     Allocation,
     ClassFacts,
@@ -248,11 +249,12 @@ def judge(node: ast.expr, helper_names: dict[str, str]) -> Width:
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         return _sum([judge(node.left, helper_names), judge(node.right, helper_names)])
     if isinstance(node, ast.Call):
-        name = helper_names.get(_callee(node) or "")
+        callee = AST.name(node.func)
+        name = helper_names.get(callee or "")
         if name == BUFFER_WIDTH:
             topk = argument(node, BUFFER_WIDTH, "topk")
             return Width(context=True, sized=_is_topk(topk, helper_names))
-        if _callee(node) in ("max", "min") and node.args and not node.keywords:
+        if callee in ("max", "min") and node.args and not node.keywords:
             return _sum([judge(a, helper_names) for a in node.args])
         return Width()
     role = role_of(node)
@@ -275,13 +277,6 @@ def _sum(parts: list[Width]) -> Width:
 
 def _is_topk(node: ast.expr | None, helper_names: dict[str, str]) -> bool:
     return node is not None and judge(node, helper_names).topk
-
-
-def _callee(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else None
 
 
 @record(frozen=True)
