@@ -29,7 +29,7 @@ import torch
 
 from .errors import HarnessError
 from .kernel import INPUTS, LaunchByGrid, launch_problems
-from .record import BufferUse, Launch, Recorder
+from .record import Recorder
 from .torch_proxy import POISON
 
 UNWRITTEN = -123456789  # fits int32; never a slot id, an indptr or POISON
@@ -138,16 +138,8 @@ class GuardedDraftKernel(LaunchByGrid):
         scalars = tuple((n, s[n]) for n in scalar_names) + tuple(
             (n, rec.owner(a[n])) for n in INPUTS if n in a
         )
-        rec.launch(
-            Launch(
-                phase=rec.phase,
-                grid=grid,
-                scalars=scalars,
-                kv_indices=_use(rec, "kv_indices", kv, kv_top),
-                kv_indptr=_use(rec, "kv_indptr", ptr, ptr_top),
-                read_overruns=read_overruns,
-                problems=tuple(problems),
-            )
+        self.record(
+            rec, grid, scalars, (kv, kv_top, ptr, ptr_top), read_overruns, problems
         )
 
 
@@ -184,13 +176,3 @@ def _copy_back(wide: torch.Tensor, target: torch.Tensor, stride: int) -> list[in
         values = wide[r[inside], c[inside]].to(target.device)
         target.view(-1)[flat[inside].to(target.device)] = values
     return [int(v) for v in top.tolist()]
-
-
-def _use(rec: Recorder, name: str, tensor: torch.Tensor, top: list[int]) -> BufferUse:
-    return BufferUse(
-        name=name,
-        owner=rec.owner(tensor),
-        shape=tuple(tensor.shape),
-        dtype=str(tensor.dtype),
-        max_offset=tuple(top),
-    )

@@ -82,6 +82,29 @@ class LaunchByGrid:
         raise NotImplementedError
 
     @staticmethod
+    def record(
+        rec: Recorder,
+        grid: tuple[int, int, int],
+        scalars: tuple,
+        buffers: tuple[torch.Tensor, list[int], torch.Tensor, list[int]],
+        read_overruns: int,
+        problems: list[str],
+    ) -> None:
+        """One launch, as both kernels record it (so their records compare)."""
+        kv_indices, kv_top, kv_indptr, ptr_top = buffers
+        rec.launch(
+            Launch(
+                phase=rec.phase,
+                grid=grid,
+                scalars=scalars,
+                kv_indices=_use(rec, "kv_indices", kv_indices, kv_top),
+                kv_indptr=_use(rec, "kv_indptr", kv_indptr, ptr_top),
+                read_overruns=read_overruns,
+                problems=tuple(problems),
+            )
+        )
+
+    @staticmethod
     def bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
         try:
             return signature.bind(*args, **kwargs)
@@ -180,16 +203,13 @@ class ReferenceDraftKernel(LaunchByGrid):
         scalars = tuple((name, s[name]) for name in SCALARS) + tuple(
             (name, rec.owner(a[name])) for name in INPUTS
         )
-        rec.launch(
-            Launch(
-                phase=rec.phase,
-                grid=grid,
-                scalars=scalars,
-                kv_indices=_use(rec, "kv_indices", kv_indices, kv_top),
-                kv_indptr=_use(rec, "kv_indptr", kv_indptr, ptr_top),
-                read_overruns=read_overruns,
-                problems=tuple(problems),
-            )
+        self.record(
+            rec,
+            grid,
+            scalars,
+            (kv_indices, kv_top, kv_indptr, ptr_top),
+            read_overruns,
+            problems,
         )
 
 
