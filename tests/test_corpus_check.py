@@ -142,3 +142,28 @@ def test_old_whole_package_has_only_the_twelve_sites(old_attention: Path) -> Non
     package = tree("0.5.12.post1", whole=True) / "sglang"
     found = {(Path(p).name, row, code) for p, row, code in findings_in(package)}
     assert found == EXPECTED_OLD
+
+
+def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
+    old_attention: Path,
+) -> None:
+    """Every pinned release from 0.4.6.post5 to 0.5.12.post1: in its attention and
+    speculative folders, exactly one KVI001, one KVI002 and one KVI003 in each
+    multi-step draft backend it ships (three before Aiter's, four after), and no
+    other finding anywhere."""
+    from corpus import PRE_REFACTOR, tree
+
+    for version in PRE_REFACTOR:
+        root = tree(version) / "sglang/srt"
+        found = Counter()
+        for path in sorted(root.rglob("*.py")):
+            for finding in check_source(path.read_bytes(), str(path)):
+                assert path.name in BACKENDS, (version, path, finding.code)
+                found[(path.name, finding.code)] += 1
+        backends = {name for name, _ in found}
+        assert len(backends) in (3, 4), (version, backends)
+        assert set(found.values()) == {1}, (version, found)
+        assert len(found) == 3 * len(backends), (version, found)
+    print(
+        f"\n{len(PRE_REFACTOR)} pre-refactor releases: one site of each kind per backend"
+    )
