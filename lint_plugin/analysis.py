@@ -45,7 +45,7 @@ from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import DECISIONS, OPT_IN, RULES
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
-from lint_plugin.source import COMMENT, Source, one_line
+from lint_plugin.source import COMMENT, Source, one_line, rows_matching
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
@@ -57,18 +57,6 @@ _FACT_WORDS = re.compile(
     r"\b(?:zeros|empty|ones|full|empty_strided|new_\w+)\s*\(|" + KERNEL + "|" + GUARD
 )
 _SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
-
-
-def _rows_of(pattern: re.Pattern[str], text: str, first_row: int) -> list[int]:
-    """Rows of ``text`` (which starts on ``first_row``) where ``pattern`` matches."""
-    rows: list[int] = []
-    last, row = 0, first_row
-    for match in pattern.finditer(text):
-        row += text.count("\n", last, match.start())
-        last = match.start()
-        if not rows or rows[-1] != row:
-            rows.append(row)
-    return rows
 
 
 def _balanced(text: str) -> bool:
@@ -212,7 +200,9 @@ class _Walker:
         if not (is_draft_backend_class(node.name) or may_be_draft_backend(text)):
             return _Context(None, None, facts, None)
         facts.attributes.update(_SELF_ATTRIBUTE.findall(text))
-        return _Context(None, None, facts, _rows_of(_FACT_WORDS, text, node.lineno))
+        return _Context(
+            None, None, facts, rows_matching(_FACT_WORDS, text, node.lineno)
+        )
 
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)

@@ -167,14 +167,19 @@ class Canonicalizer:
 _BINOPS = (ast.Add, ast.Sub, ast.Mult)
 
 
+def _accumulate(total: Poly, monomial: tuple[int, ...], coefficient: int) -> None:
+    """Add a term, dropping a monomial whose coefficient cancels to zero."""
+    value = total.get(monomial, 0) + coefficient
+    if value:
+        total[monomial] = value
+    else:
+        total.pop(monomial, None)
+
+
 def _add(left: Poly, right: Poly, sign: int) -> Poly:
     total = dict(left)
     for monomial, coefficient in right.items():
-        value = total.get(monomial, 0) + sign * coefficient
-        if value:
-            total[monomial] = value
-        else:
-            total.pop(monomial, None)
+        _accumulate(total, monomial, sign * coefficient)
     return total
 
 
@@ -188,12 +193,7 @@ def _multiply(left: Poly, right: Poly) -> Poly:
     total: Poly = {}
     for m1, c1 in left.items():
         for m2, c2 in right.items():
-            monomial = tuple(sorted(m1 + m2))
-            value = total.get(monomial, 0) + c1 * c2
-            if value:
-                total[monomial] = value
-            else:
-                total.pop(monomial, None)
+            _accumulate(total, tuple(sorted(m1 + m2)), c1 * c2)
     return total
 
 

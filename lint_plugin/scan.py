@@ -23,7 +23,7 @@ from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.source import Source
+from lint_plugin.source import Source, rows_matching
 
 # Every finding needs one of these words in the file (KVI003: the class name).
 _WORDS = ("topk", "draft_kv_indices_", "MultiStep")
@@ -58,14 +58,7 @@ def could_match(data: bytes) -> bool:
 
 def interesting_rows(text: str) -> list[int]:
     """1-based rows of ``text`` holding a word some finding needs."""
-    rows: list[int] = []
-    last, row = 0, 1
-    for match in _ROW_INTEREST.finditer(text):
-        row += text.count("\n", last, match.start())
-        last = match.start()
-        if not rows or rows[-1] != row:
-            rows.append(row)
-    return rows
+    return rows_matching(_ROW_INTEREST, text)
 
 
 def decode(data: bytes) -> str:

@@ -23,7 +23,6 @@ import pytest
 import torch
 from harness import (
     HarnessError,
-    Params,
     Recorder,
     ReferenceDraftKernel,
     compare,
@@ -35,6 +34,7 @@ from harness import (
     run,
 )
 
+from lint_plugin.proof.verdict import long_sequence_grid
 from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_used_len
 
@@ -307,19 +307,7 @@ def test_hand_refactor_equals_unsafe_fix(old_attention, new_attention, backend, 
 
 def _long_sequences(topk):
     """Full cuda-graph batches of sequences at the design's length limit."""
-    ctx = 32
-    return [
-        Params(
-            num_seqs=n,
-            topk=topk,
-            speculative_num_steps=steps,
-            seq_lens=tuple([ctx - steps] * n),
-            max_context_len=ctx,
-            cuda_graph_max_bs=n,
-        )
-        for n in (1, 2, 3)
-        for steps in (2, 3, 5)
-    ]
+    return long_sequence_grid((topk,), ctx=32, batches=(1, 2, 3), steps_list=(2, 3, 5))
 
 
 @pytest.mark.corpus

@@ -192,10 +192,14 @@ def prove_class(
     return proof
 
 
-def long_sequence_grid(topks: Sequence[int] = (2, 4)) -> list[Params]:
+def long_sequence_grid(
+    topks: Sequence[int] = (2, 4),
+    ctx: int = 24,
+    batches: Sequence[int] = (1, 2),
+    steps_list: Sequence[int] = (2, 3),
+) -> list[Params]:
     """Full cuda-graph batches at the design's length limit: an unsized buffer is
     overrun here for every topk > 1 (the shorter random grid may not reach it)."""
-    ctx = 24
     return [
         Params(
             num_seqs=n,
@@ -206,8 +210,8 @@ def long_sequence_grid(topks: Sequence[int] = (2, 4)) -> list[Params]:
             cuda_graph_max_bs=n,
         )
         for topk in topks
-        for n in (1, 2)
-        for steps in (2, 3)
+        for n in batches
+        for steps in steps_list
     ]
 
 
