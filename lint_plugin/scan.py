@@ -255,10 +255,24 @@ _QUOTED = re.compile(
     r'|"(?:[^"\\\n]|\\[\s\S])*"'
     r"|'(?:[^'\\\n]|\\[\s\S])*'"
 )
-_TRIPLE_END = {
-    '"""': re.compile(r'(?:[^"\\]+|\\[\s\S]|"(?!""))*"""'),
-    "'''": re.compile(r"(?:[^'\\]+|\\[\s\S]|'(?!''))*'''"),
-}
+
+
+def _string_end(text: str, quote: str, position: int) -> int:
+    """Offset just after the triple ``quote`` closing a string whose body starts
+    at ``position``, or -1 when it is never closed. A quote preceded by an odd
+    run of backslashes is escaped. Searched with ``str.find``: a regular
+    expression with a repeated group here backtracks exponentially on an
+    unterminated string (a file being edited)."""
+    while True:
+        end = text.find(quote, position)
+        if end < 0:
+            return -1
+        first = end
+        while first > position and text[first - 1] == "\\":
+            first -= 1
+        if (end - first) % 2 == 0:
+            return end + 3
+        position = end + 1
 
 
 class _StringSpans:
@@ -282,18 +296,39 @@ class _StringSpans:
         spans = []
         position = 0
         while True:
-            match = _QUOTED.search(text, position)
-            if match is None:
+            start = _next_triple_quote(text, position)
+            if start < 0:
+                return spans
+            # Only the line of the next triple quote can hide it (a comment or a
+            # one-line string before it): the text in between holds no triple
+            # quote, and no other string or comment spans lines, unless a
+            # backslash continues a one-line string there.
+            line_start = text.rfind("\n", 0, start) + 1
+            scan = position
+            if line_start > position and not text.startswith("\\\n", line_start - 2):
+                scan = line_start
+            match = _QUOTED.search(text, scan)
+            while match is not None and match.group(1) is None and match.end() <= start:
+                match = _QUOTED.search(text, match.end())
+            if match is None:  # cannot happen: `start` itself matches
                 return spans
             if match.group(1) is None:
-                position = match.end()
+                position = match.end()  # in a comment or a one-line string
                 continue
-            end = _TRIPLE_END[match.group(1)].match(text, match.end())
-            if end is None:  # unterminated: the parser will say so
+            end = _string_end(text, match.group(1), match.end())
+            if end < 0:  # unterminated: the parser will say so
                 spans.append((match.start(), len(text)))
                 return spans
-            spans.append((match.start(), end.end()))
-            position = end.end()
+            spans.append((match.start(), end))
+            position = end
+
+
+def _next_triple_quote(text: str, position: int) -> int:
+    double = text.find('"""', position)
+    single = text.find("'''", position)
+    if double < 0 or 0 <= single < double:
+        return single
+    return double
 
 
 @functools.lru_cache(maxsize=64)
