@@ -163,7 +163,11 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     return regions
 
 
-_BLOCK_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+# The keyword first: a search for two words skips most of the text, where a
+# pattern anchored at every line start (``^`` with re.M) is tried at each one.
+# Whether only indentation (and ``async``) precedes it is checked per match.
+_BLOCK_WORD = re.compile(r"(def|class)[ \t]+(\w+)")
+_BLOCK_PREFIX = re.compile(r"[ \t]*(?:async[ \t]+)?")
 
 
 class _Layout:
@@ -175,14 +179,18 @@ class _Layout:
         self.lines = lines
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
-        for match in _BLOCK_LINE.finditer(text):
-            row += text.count("\n", counted, match.start())
-            counted = match.start()
-            if strings.holds(match.start()):
+        for match in _BLOCK_WORD.finditer(text):
+            start = match.start()
+            line_start = text.rfind("\n", 0, start) + 1
+            prefix = _BLOCK_PREFIX.match(text, line_start, start)
+            if prefix.end() != start:
+                continue  # not the line's first word: `undef x`, `x.def y`
+            row += text.count("\n", counted, start)
+            counted = start
+            if strings.holds(start):
                 continue
-            self.blocks.append(
-                (row, len(match.group(1)), match.group(2), match.group(3))
-            )
+            indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
+            self.blocks.append((row, indent, match.group(1), match.group(2)))
         self._block_rows = [block[0] for block in self.blocks]
         self._offsets: list[int] | None = None
         self._draft_rows: dict[int, bool] = {}
@@ -295,8 +303,9 @@ class _StringSpans:
             return []
         spans = []
         position = 0
+        following = _TripleQuotes(text)
         while True:
-            start = _next_triple_quote(text, position)
+            start = following.at_or_after(position)
             if start < 0:
                 return spans
             # Only the line of the next triple quote can hide it (a comment or a
@@ -323,12 +332,24 @@ class _StringSpans:
             position = end
 
 
-def _next_triple_quote(text: str, position: int) -> int:
-    double = text.find('"""', position)
-    single = text.find("'''", position)
-    if double < 0 or 0 <= single < double:
-        return single
-    return double
+class _TripleQuotes:
+    """The next triple quote of either kind at or after an offset. Each kind's
+    next occurrence is remembered: searching again for a kind the file lacks
+    would read the rest of the file for every string."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.next = {'"""': -2, "'''": -2}  # -2: not searched yet
+
+    def at_or_after(self, position: int) -> int:
+        found = []
+        for quote, at in self.next.items():
+            if -1 < at < position or at == -2:
+                at = self.text.find(quote, position)
+                self.next[quote] = at
+            if at >= 0:
+                found.append(at)
+        return min(found, default=-1)
 
 
 @functools.lru_cache(maxsize=64)

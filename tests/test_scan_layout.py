@@ -1,8 +1,10 @@
-"""The scan's triple-quoted string finder agrees with a plain left-to-right scan.
+"""The scan's text layout agrees with plain left-to-right references.
 
-The finder jumps from one triple quote to the next and reads only the line that
-could hide it; the reference below reads every comment and string in order. Any
-disagreement would make check skip real code or read a docstring as code.
+The triple-quoted string finder jumps from one triple quote to the next and reads
+only the line that could hide it; its reference reads every comment and string in
+order. The block finder searches for the keywords and checks each line's start;
+its reference is a pattern anchored at every line. Any disagreement would make
+check skip real code or read a docstring as code.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lint_plugin.scan import _QUOTED, _StringSpans
+from lint_plugin.scan import _QUOTED, _Layout, _StringSpans
 
 # One character per step: linear, where a repeated run (`[^"\\]+`) inside the
 # group backtracks exponentially on an unterminated string.
@@ -100,3 +102,47 @@ def test_every_file_of_the_latest_release_agrees(latest_package) -> None:
         assert spans(text) == reference_spans(text), path
         checked += 1
     assert checked > 4000
+
+
+_BLOCK_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
+
+
+def blocks(text: str) -> list[tuple[int, int, str, str]]:
+    return _Layout(text, text.split("\n"), _StringSpans(text)).blocks
+
+
+def reference_blocks(text: str) -> list[tuple[int, int, str, str]]:
+    strings = _StringSpans(text)
+    return [
+        (text.count("\n", 0, m.start()), len(m.group(1)), m.group(2), m.group(3))
+        for m in _BLOCK_LINE.finditer(text)
+        if not strings.holds(m.start())
+    ]
+
+
+BLOCK_PIECES = [
+    *PIECES,
+    "class C:",
+    "async def g():",
+    "\tdef h(x):",
+    "    class D(B):",
+    "undef x",
+    "x.def y",
+    "classdef z",
+    "async  class",
+    "#def c",
+    "def",
+    "class",
+]
+
+
+@given(st.lists(st.sampled_from(BLOCK_PIECES), max_size=30).map("".join))
+def test_generated_blocks_agree_with_the_reference(text: str) -> None:
+    assert blocks(text) == reference_blocks(text)
+
+
+def test_blocks_of_every_file_of_the_latest_release(latest_package) -> None:
+    for path in Path(latest_package).rglob("*.py"):
+        text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
+        if "def" in text or "class" in text:
+            assert blocks(text) == reference_blocks(text), path
