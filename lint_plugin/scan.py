@@ -49,7 +49,10 @@ def could_match(data: bytes) -> bool:
     name, or a topk beside a second role (seq_lens_sum for KVI001, a context
     length for KVI002 and KVI003); in the whole 0.5.23 package 634 files name a
     topk and about 115 also a second role."""
-    if b"draft_kv_indices_" in data or b"generate_draft_decode_kv_indices" in data:
+    # Both names hold "kv_indices": one search rules both out in most files.
+    if b"kv_indices" in data and (
+        b"draft_kv_indices_" in data or b"generate_draft_decode_kv_indices" in data
+    ):
         return True
     if b"topk" not in data:
         return False
