@@ -2,27 +2,34 @@
 
 Each case is a pair of subprocesses timed interleaved in one run:
 
-  (a) ``draft-kv-lint check`` on sglang 0.5.12.post1's four multi-step draft
-      backends vs ``python -c pass``, CPython's own start-up: the floor any
-      Python tool pays (goal: <= 2x);
-  (b) the same check vs ``ruff check --no-cache --select F401`` on the same four
-      files (reported; a native tool's start-up is a few milliseconds);
-  (c) ``draft-kv-lint check`` vs ruff on the whole sglang 0.5.23 package (4,719
-      files; goal: <= 0.5x, and peak memory below ruff's);
+  (a) ``draft-kv-lint check --no-cache`` on sglang 0.5.12.post1's four
+      multi-step draft backends vs ``python -c pass``, CPython's own start-up:
+      the floor any Python tool pays (goal: <= 2x);
+  (e) the same with a warm cache (the files unchanged since the last check);
+  (b) (a) vs ``ruff check --no-cache --select F401`` on the same four files
+      (reported; a native tool's start-up is a few milliseconds);
+  (c) ``draft-kv-lint check --no-cache`` vs ruff on the whole sglang 0.5.23
+      package (4,719 files; goal: <= 0.5x, and peak memory below ruff's);
+  (f) the same with a warm cache (ruff still without its own);
   (d) ``flake8 --select KVI`` vs ``flake8 --select F401`` on 0.5.12.post1's
       attention folder (goal: <= 1.05x).
+
+Cold (``--no-cache``) is what a commit that changed the files pays; warm is a run
+over files checked before (a re-run after a failed hook, ``--all-files``). The
+warm cases use a cache folder of this run's own, filled by their warm-up run.
 
 Bytecode: a user's ``pip install`` compiles the package; these machines set
 PYTHONDONTWRITEBYTECODE=1, so ``--compile`` (the default) compiles it first and the
 script says when it found no bytecode.
 
-Usage: python bench/bench_check.py [--repeat N] [--cases abcd] [--no-compile]
+Usage: python bench/bench_check.py [--repeat N] [--cases aebcfd] [--no-compile]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +64,7 @@ class Case:
     memory: bool = False  # also compare peak resident memory
 
 
-def build_cases(keys: str) -> tuple[Path, list[Case]]:
+def build_cases(keys: str, cache_dir: str) -> tuple[Path, list[Case]]:
     """The commands of the selected cases and the folder they run in.
 
     They run from the folder holding ``sglang/`` with relative paths, as a user
@@ -76,10 +83,12 @@ def build_cases(keys: str) -> tuple[Path, list[Case]]:
     if missing:
         raise BenchError(f"missing backend files in {root}: {missing}")
 
-    ours = [tool("draft-kv-lint"), "check", "--no-config"]
+    ours = [tool("draft-kv-lint"), "check", "--no-config", "--no-cache"]
+    # Warm: the cache folder is this run's own; each case's warm-up run fills it.
+    cached = [*ours[:-1], "--cache-dir", cache_dir]
     ruff = [tool("ruff"), "check", "--no-cache", "--select", "F401"]
     flake8 = tool("flake8")
-    if set(keys) & set("abc") and not runs_ok([*ours, "--help"]):
+    if set(keys) & set("abcef") and not runs_ok([*ours, "--help"]):
         raise BenchError(
             "`draft-kv-lint check --help` fails: is the package installed?"
         )
@@ -88,6 +97,14 @@ def build_cases(keys: str) -> tuple[Path, list[Case]]:
             "a",
             "four backends: draft-kv-lint check vs python -c pass",
             [*ours, *backends],
+            [sys.executable, "-c", "pass"],
+            2.0,
+            root,
+        ),
+        Case(
+            "e",
+            "four backends, warm cache: draft-kv-lint check vs python -c pass",
+            [*cached, *backends],
             [sys.executable, "-c", "pass"],
             2.0,
             root,
@@ -104,6 +121,16 @@ def build_cases(keys: str) -> tuple[Path, list[Case]]:
             "c",
             f"whole sglang {LATEST} package: draft-kv-lint check vs ruff F401",
             [*ours, "sglang"],
+            [*ruff, "sglang"],
+            0.5,
+            latest,
+            memory=True,
+        ),
+        Case(
+            "f",
+            f"whole sglang {LATEST} package, warm cache: draft-kv-lint check vs "
+            "ruff F401 (ruff without its cache)",
+            [*cached, "sglang"],
             [*ruff, "sglang"],
             0.5,
             latest,
@@ -160,7 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat", type=int, default=7, help="timed runs per command (default 7)"
     )
     parser.add_argument(
-        "--cases", default="abcd", help="which cases to run, e.g. 'ac' (default abcd)"
+        "--cases",
+        default="aebcfd",
+        help="which cases to run, e.g. 'ac' (default aebcfd: e and f are a and c "
+        "with a warm cache)",
     )
     parser.add_argument(
         "--no-compile",
@@ -168,13 +198,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="do not compile the package's bytecode first (a user's install has it)",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or not set(args.cases) <= set("abcd") or not args.cases:
-        parser.error("--repeat must be >= 1 and --cases a subset of 'abcd'")
-    try:
-        root, cases = build_cases(args.cases)
-    except BenchError as exc:
-        print(f"bench_check: {exc}", file=sys.stderr)
-        return 2
+    if args.repeat < 1 or not set(args.cases) <= set("abcdef") or not args.cases:
+        parser.error("--repeat must be >= 1 and --cases a subset of 'abcdef'")
+    with tempfile.TemporaryDirectory(prefix="draft-kv-lint-bench-") as cache_dir:
+        try:
+            root, cases = build_cases(args.cases, cache_dir)
+        except BenchError as exc:
+            print(f"bench_check: {exc}", file=sys.stderr)
+            return 2
+        return _run(args, root, cases)
+
+
+def _run(args: argparse.Namespace, root: Path, cases: list[Case]) -> int:
     if not args.no_compile:
         compile_package()
     print_environment(args.repeat)

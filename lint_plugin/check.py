@@ -14,9 +14,14 @@ from collections.abc import Sequence
 from lint_plugin.files import read_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa import may_hold_own_directive, review
+from lint_plugin.prefilter import SourceError, could_match, decode
 from lint_plugin.records import field, record
 from lint_plugin.selection import Selection
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
+
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.cache import Cache
 
 
 @record
@@ -42,23 +47,49 @@ class CheckResult:
 
 
 def check_bytes(
-    data: bytes, path: str, selection: Selection, settings: Settings = DEFAULT_SETTINGS
+    data: bytes,
+    path: str,
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
 ) -> list[Finding]:
-    """Reportable findings in one file's bytes; raises ``scan.SourceError``."""
+    """Reportable findings in one file's bytes; raises ``SourceError``."""
+    findings = _engine_findings(data, path, settings, cache)
+    if not findings and not may_hold_own_directive(data):
+        return []  # nothing found and no KVI directive to judge (KVI100)
+    # Directives first, on every finding: whether a directive is used does not
+    # depend on --select (a directive for a switched-off rule is not churned).
+    findings = review(findings, decode(data), path)
+    if not findings:
+        return []
+    codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
+    return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+
+
+def _engine_findings(
+    data: bytes, path: str, settings: Settings, cache: Cache | None
+) -> list[Finding]:
+    """The engine's findings, from the cache when it has this file's answer.
+    Only files that could match are cached: the others cost one byte search, and
+    with the cache on they are dismissed here, so a run answered from the cache
+    never imports the engine."""
+    key = None
+    if cache is not None:
+        if not could_match(data):
+            decode(data)  # what the engine does first: not UTF-8 is an error
+            return []  # and then, for such a file, nothing else
+        key = cache.key(path, data)
+        stored = cache.get(key, path)
+        if stored is not None:
+            return stored
     # Looked up on the module at call time: the engine is imported only when a file
     # is actually checked, and tests can substitute ``scan.check_source``.
     from lint_plugin import scan
 
     findings = scan.check_source(data, path, settings)
-    if not findings and not may_hold_own_directive(data):
-        return []  # nothing found and no KVI directive to judge (KVI100)
-    # Directives first, on every finding: whether a directive is used does not
-    # depend on --select (a directive for a switched-off rule is not churned).
-    findings = review(findings, scan.decode(data), path)
-    if not findings:
-        return []
-    codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
-    return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+    if key is not None:
+        cache.put(key, findings)
+    return findings
 
 
 # Below this many files a second process costs more than it saves (a fork and the
@@ -67,18 +98,23 @@ PARALLEL_MIN_FILES = 256
 
 
 def check_files(
-    paths: Sequence[str], selection: Selection, settings: Settings = DEFAULT_SETTINGS
+    paths: Sequence[str],
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
 ) -> CheckResult:
     workers = _workers(len(paths))
     if workers < 2:
-        return _check_serially(paths, selection, settings)
+        return _check_serially(paths, selection, settings, cache)
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
-    children = [_fork_checker(chunk, selection, settings) for chunk in chunks[1:]]
-    parts = [_check_serially(chunks[0], selection, settings)]
+    children = [
+        _fork_checker(chunk, selection, settings, cache) for chunk in chunks[1:]
+    ]
+    parts = [_check_serially(chunks[0], selection, settings, cache)]
     for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
-        parts.append(_collect(pid, pipe, chunk, selection, settings))
+        parts.append(_collect(pid, pipe, chunk, selection, settings, cache))
     result = CheckResult()
     for part in parts:
         result.reports += part.reports
@@ -92,7 +128,7 @@ def check_files(
 
 
 def _fork_checker(
-    chunk: list[str], selection: Selection, settings: Settings
+    chunk: list[str], selection: Selection, settings: Settings, cache: Cache | None
 ) -> tuple[int, int]:
     import os
     import pickle
@@ -103,7 +139,7 @@ def _fork_checker(
         status = 1
         try:
             os.close(read_end)
-            data = pickle.dumps(_check_serially(chunk, selection, settings))
+            data = pickle.dumps(_check_serially(chunk, selection, settings, cache))
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(data)
             status = 0
@@ -113,7 +149,7 @@ def _fork_checker(
     return pid, read_end
 
 
-def _collect(pid: int, pipe: int, chunk: list[str], selection, settings):
+def _collect(pid: int, pipe: int, chunk: list[str], selection, settings, cache):
     import os
     import pickle
 
@@ -121,7 +157,7 @@ def _collect(pid: int, pipe: int, chunk: list[str], selection, settings):
         data = stream.read()
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
-        return _check_serially(chunk, selection, settings)  # the child failed
+        return _check_serially(chunk, selection, settings, cache)  # the child failed
     return pickle.loads(data)
 
 
@@ -136,10 +172,11 @@ def _workers(files: int) -> int:
 
 
 def _check_serially(
-    paths: Sequence[str], selection: Selection, settings: Settings = DEFAULT_SETTINGS
+    paths: Sequence[str],
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
 ) -> CheckResult:
-    from lint_plugin.scan import SourceError
-
     result = CheckResult()
     for path in paths:
         data = read_source(path)
@@ -147,7 +184,7 @@ def _check_serially(
             result.errors.append(data)
             continue
         try:
-            findings = check_bytes(data, path, selection, settings)
+            findings = check_bytes(data, path, selection, settings, cache)
         except SourceError as error:
             result.errors.append(FileError(path, str(error)))
             continue

@@ -339,6 +339,18 @@ def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="colour the text formats (auto: on a terminal, unless NO_COLOR is set)",
     )
+    caching = parser.add_argument_group("cache")
+    caching.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="check every file again and store nothing (env: DRAFT_KV_LINT_NO_CACHE)",
+    )
+    caching.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where answers for unchanged files are kept (default: "
+        ".draft_kv_lint_cache in the project root; env: DRAFT_KV_LINT_CACHE_DIR)",
+    )
     parser.add_argument(
         "--stdin-filename",
         metavar="NAME",
@@ -497,7 +509,10 @@ def run_check(args: argparse.Namespace) -> int:
         plan = load_plan(args)
         if not plan.files and not plan.errors and not args.quiet:
             _warning("No Python files found under the given path(s)")
-        result = check_files(plan.files, plan.selection, _settings(args, plan))
+        settings = _settings(args, plan)
+        result = check_files(
+            plan.files, plan.selection, settings, _cache(args, plan, settings)
+        )
     errors = plan.errors + result.errors
     _print_file_errors(errors)
     _print_file_errors(result.crashes)
@@ -556,9 +571,19 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if findings or errors else 0
 
 
+def _cache(args: argparse.Namespace, plan: Plan, settings):
+    """The run's cache: in the project root (the folder of the configuration that
+    governs the current folder, else the current folder), unless switched off."""
+    if args.no_cache:
+        return None
+    from lint_plugin.cache import cache_for
+
+    return cache_for(args.cache_dir, plan.config.root, settings)
+
+
 def _settings(args: argparse.Namespace, plan: Plan):
     """The engine settings: the command line beats the configuration."""
-    from lint_plugin.rules import OPT_IN
+    from lint_plugin.codes import OPT_IN
     from lint_plugin.settings import Settings
 
     defaults = Settings()

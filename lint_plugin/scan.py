@@ -22,6 +22,8 @@ from collections.abc import Callable
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
+from lint_plugin.prefilter import could_match, decode
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.source import Source, rows_matching
 
@@ -40,39 +42,9 @@ _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 _RECURSION_LIMIT = 20_000
 
 
-class SourceError(ValueError):
-    """The file's bytes are not text this tool can read (the reason says why)."""
-
-
-def could_match(data: bytes) -> bool:
-    """Could any rule find anything here? Each needs a helper's or the kernel's
-    name, or a topk beside a second role (seq_lens_sum for KVI001, a context
-    length for KVI002 and KVI003); in the whole 0.5.23 package 634 files name a
-    topk and about 115 also a second role."""
-    # Both names hold "kv_indices": one search rules both out in most files.
-    if b"kv_indices" in data and (
-        b"draft_kv_indices_" in data or b"generate_draft_decode_kv_indices" in data
-    ):
-        return True
-    if b"topk" not in data:
-        return False
-    return b"context_len" in data or b"seq_lens_sum" in data or b"seq_len_sum" in data
-
-
 def interesting_rows(text: str) -> list[int]:
     """1-based rows of ``text`` holding a word some finding needs."""
     return rows_matching(_ROW_INTEREST, text)
-
-
-def decode(data: bytes) -> str:
-    if data.isascii():
-        return data.decode("ascii")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SourceError(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
 
 
 def check_source(

@@ -44,17 +44,16 @@ class Layer:
 
 
 def opt_in_codes() -> frozenset[str]:
-    from lint_plugin.rules import OPT_IN
+    from lint_plugin.codes import OPT_IN
 
     return OPT_IN
 
 
 def known_codes() -> tuple[str, ...]:
-    # Imported here, not at module level: the rule catalogue is only needed once a
-    # run actually resolves a selection.
-    from lint_plugin.rules import RULES
+    # The codes alone, not the rule catalogue, which imports the whole engine.
+    from lint_plugin.codes import CODES
 
-    return tuple(sorted(RULES))
+    return tuple(sorted(CODES))
 
 
 def _specificity(selector: str) -> int:

@@ -6,6 +6,7 @@ command line; front ends read ``RULES`` for codes, messages, docs and examples.
 
 from __future__ import annotations
 
+from lint_plugin import codes
 from lint_plugin.records import field, record
 
 
@@ -72,4 +73,6 @@ RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
 # The rules that decide from the walk's facts (KVI001/KVI002 are matched during
 # the walk itself): each is ``decide(facts, reporter)``.
 OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
+if tuple(sorted(RULES)) != tuple(sorted(codes.CODES)) or OPT_IN != codes.OPT_IN:
+    raise ImportError("lint_plugin.codes does not list the rules of lint_plugin.rules")
 DECISIONS = tuple((m.RULE.code, m.decide) for m in _MODULES if hasattr(m, "decide"))

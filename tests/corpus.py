@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("DRAFT_KV_LINT_CACHE", ROOT / ".cache" / "sglang"))
+CACHE = Path(os.environ.get("DRAFT_KV_LINT_WHEELS", ROOT / ".cache" / "sglang"))
 
 # Every release from 0.4.6.post5 (the first with the multi-step draft backends'
 # index kernel) to 0.5.12.post1 (the last before upstream's refactor), then 0.5.13.

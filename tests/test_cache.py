@@ -1,0 +1,252 @@
+"""``check``'s cache: the same answers as a fresh check, for less, and never stale.
+
+Every test here switches the cache on (the session switches it off for all other
+tests) and gives it a folder of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from import_probe import imported_by
+
+import lint_plugin
+from lint_plugin import cache as cache_module
+from lint_plugin import scan
+from lint_plugin.cache import Cache, _finding, _row
+from lint_plugin.findings import Edit, Finding, Fix
+from lint_plugin.settings import Settings
+
+pytest_plugins = ("cli_helpers",)
+
+KVI001 = "n = seq_lens_sum * self.topk + bs * (i + 1)\n"
+
+
+@pytest.fixture(autouse=True)
+def cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
+    monkeypatch.delenv("DRAFT_KV_LINT_CACHE_DIR", raising=False)
+
+
+def entries(folder: Path) -> list[Path]:
+    return [p for p in folder.glob("*/*") if p.is_file()]
+
+
+def engine_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the engine ran although the cache had the answer")
+
+    monkeypatch.setattr(scan, "check_source", refuse)
+
+
+def test_a_file_that_cannot_match_is_dismissed_like_the_engine_does(
+    tmp_path, run, monkeypatch
+) -> None:
+    (tmp_path / "plain.py").write_text("x = 1  # noqa: KVI001\n")
+    (tmp_path / "latin.py").write_bytes(b"s = '\xe9'\n")
+    paths = [str(tmp_path / "plain.py"), str(tmp_path / "latin.py")]
+    engine = run("check", "--no-cache", *paths)
+    engine_forbidden(monkeypatch)
+    cached = run("check", "--cache-dir", str(tmp_path / "c"), *paths)
+    assert (cached.status, cached.out, cached.err) == (
+        engine.status,
+        engine.out,
+        engine.err,
+    )
+    assert "KVI100" in engine.out and "not valid UTF-8" in engine.err
+    assert entries(tmp_path / "c") == []
+
+
+def test_warm_run_answers_like_a_cold_run_without_the_engine(
+    old_attention, tmp_path, run, monkeypatch
+) -> None:
+    monkeypatch.chdir(old_attention)
+    files = sorted(p.name for p in Path(".").glob("*.py"))
+    folder = str(tmp_path / "c")
+    cold = run("check", "--no-config", "--no-cache", *files)
+    first = run("check", "--no-config", "--cache-dir", folder, *files)
+    engine_forbidden(monkeypatch)
+    warm = run("check", "--no-config", "--cache-dir", folder, *files)
+    assert cold.status == first.status == warm.status == 1
+    assert cold.out == first.out == warm.out and len(cold.codes) >= 12
+    # Only files that could match are stored: the others cost one byte search.
+    stored = len(entries(tmp_path / "c"))
+    assert 4 <= stored < len(files)
+
+
+def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
+    (tmp_path / "a.py").write_text(KVI001)
+    monkeypatch.chdir(tmp_path)
+    body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
+    watch = ("ast", "lint_plugin.scan", "lint_plugin.analysis", "symtable")
+    cold, status = imported_by(body, watch, cwd=tmp_path)
+    assert (sorted(cold), status) == (sorted(watch), "1")
+    assert imported_by(body, watch, cwd=tmp_path) == ([], "1")
+
+
+def test_a_changed_file_is_checked_again(tmp_path, run) -> None:
+    path = tmp_path / "a.py"
+    path.write_text(KVI001)
+    folder = str(tmp_path / "c")
+    assert run("check", "--cache-dir", folder, str(path)).codes == ["KVI001"]
+    path.write_text(KVI001.replace("self.topk", "self.topk * 1 + 0 * self.topk"))
+    again = run("check", "--cache-dir", folder, str(path))
+    assert again.codes == [] and again.status == 0
+
+
+def test_other_settings_are_other_entries(tmp_path, run, monkeypatch) -> None:
+    """The same bytes judged under another helpers module: KVI005 depends on it."""
+    helpers = tmp_path / "mypkg" / "helpers.py"
+    helpers.parent.mkdir()
+    helpers.write_text(
+        "def draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps):\n"
+        "    return seq_lens_sum * topk + bs * num_steps\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    args = ("check", "--no-config", "--cache-dir", "c", "mypkg/helpers.py")
+    default = run(*args)
+    trusted = run(*args, "--helpers-module", "mypkg.helpers")
+    assert "KVI005" in default.codes
+    assert trusted.codes == [] and trusted.status == 0
+    assert run(*args).out == default.out
+
+
+def test_the_same_bytes_at_two_paths_report_their_own_path(tmp_path, run) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(KVI001)
+    folder = str(tmp_path / "c")
+    paths = [str(tmp_path / "a.py"), str(tmp_path / "b.py")]
+    run("check", "--cache-dir", folder, *paths)
+    warm = run("check", "--cache-dir", folder, *paths)
+    assert [line.split(":")[0] for line in warm.out.splitlines()[:2]] == paths
+    assert len(entries(tmp_path / "c")) == 2
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"",
+        b"not marshal at all",
+        None,  # the right shape under another key
+        "short",  # a valid entry cut short
+        "shape",  # a row of the wrong shape
+    ],
+)
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(
+    tmp_path, run, monkeypatch, damage
+) -> None:
+    import marshal
+
+    path = tmp_path / "a.py"
+    path.write_text(KVI001)
+    folder = tmp_path / "c"
+    first = run("check", "--cache-dir", str(folder), str(path))
+    (entry,) = entries(folder)
+    good = entry.read_bytes()
+    if damage is None:
+        magic, key, rows = marshal.loads(good)
+        data = marshal.dumps((magic, "0" * 40, rows))
+    elif damage == "short":
+        data = good[: len(good) // 2]
+    elif damage == "shape":
+        magic, key, rows = marshal.loads(good)
+        data = marshal.dumps((magic, key, [("1", *rows[0][1:])]))
+    else:
+        data = damage
+    entry.write_bytes(data)
+    again = run("check", "--cache-dir", str(folder), str(path))
+    assert (again.status, again.out, again.err) == (first.status, first.out, "")
+    assert entry.read_bytes() == good
+
+
+def test_an_unwritable_cache_folder_changes_nothing(tmp_path, run) -> None:
+    (tmp_path / "a.py").write_text(KVI001)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run("check", "--cache-dir", str(blocker / "c"), str(tmp_path / "a.py"))
+    plain = run("check", "--no-cache", str(tmp_path / "a.py"))
+    assert (result.status, result.out, result.err) == (plain.status, plain.out, "")
+
+
+def test_no_cache_reads_and_writes_nothing(tmp_path, run, monkeypatch) -> None:
+    (tmp_path / "a.py").write_text(KVI001)
+    monkeypatch.chdir(tmp_path)
+    run("check", "--no-cache", "a.py")
+    monkeypatch.setenv("DRAFT_KV_LINT_NO_CACHE", "1")
+    run("check", "a.py")
+    assert not (tmp_path / ".draft_kv_lint_cache").exists()
+
+
+def test_where_the_cache_lives(tmp_path, run, monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.draft-kv-lint]\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "a.py").write_text(KVI001)
+    monkeypatch.chdir(sub)
+    run("check", "a.py")  # the project root: the configuration's folder
+    root_cache = tmp_path / ".draft_kv_lint_cache"
+    assert len(entries(root_cache)) == 1
+    assert (root_cache / ".gitignore").read_text() == "*\n"
+    assert (root_cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f")
+    monkeypatch.setenv("DRAFT_KV_LINT_CACHE_DIR", str(tmp_path / "env"))
+    run("check", "a.py")
+    assert len(entries(tmp_path / "env")) == 1
+    run("check", "--cache-dir", str(tmp_path / "option"), "a.py")  # beats the env
+    assert len(entries(tmp_path / "option")) == 1
+
+
+def test_a_parallel_run_fills_and_reads_the_cache(tmp_path, run, monkeypatch) -> None:
+    for index in range(300):  # enough files for check to fork a second worker
+        (tmp_path / f"m{index:03}.py").write_text(KVI001)
+    monkeypatch.chdir(tmp_path)
+    cold = run("check", "--no-config", "--cache-dir", "c", ".")
+    assert len(entries(tmp_path / "c")) == 300
+    engine_forbidden(monkeypatch)
+    warm = run("check", "--no-config", "--cache-dir", "c", ".")
+    assert warm.out == cold.out and warm.codes == ["KVI001"] * 300
+
+
+def test_another_build_of_the_tool_is_another_folder(tmp_path, monkeypatch) -> None:
+    package = tmp_path / "lint_plugin"
+    (package / "rules").mkdir(parents=True)
+    module = package / "scan.py"
+    module.write_text("x = 1\n")
+    (package / "rules" / "kvi001.py").write_text("y = 1\n")
+    monkeypatch.setattr(lint_plugin, "__path__", [str(package)])
+    before = cache_module._code_fingerprint()
+    assert cache_module._code_fingerprint() == before
+    module.write_text("x = 22\n")  # another size
+    edited = cache_module._code_fingerprint()
+    os.utime(package / "rules" / "kvi001.py", ns=(1, 1))  # another rule's time
+    assert len({before, edited, cache_module._code_fingerprint()}) == 3
+
+
+def test_keys_cover_path_settings_and_bytes(tmp_path) -> None:
+    cache = Cache(str(tmp_path), Settings())
+    other = Cache(str(tmp_path), Settings(helpers_module="x.y"))
+    key = cache.key("a.py", b"x")
+    assert len({key, cache.key("b.py", b"x"), cache.key("a.py", b"y")}) == 3
+    assert other.key("a.py", b"x") != key
+
+
+_text = st.text(max_size=20)
+_int = st.integers(min_value=0, max_value=10**6)
+_edits = st.tuples(_text, _int, _int, _int, _int).map(lambda t: Edit(*t))
+_fixes = st.none() | st.builds(
+    Fix,
+    st.sampled_from(["safe", "unsafe"]),
+    _text,
+    st.lists(_edits, max_size=3).map(tuple),
+)
+_findings = st.builds(
+    Finding, st.just("p.py"), _int, _int, _int, _int, _text, _text, _fixes
+)
+
+
+@given(_findings)
+def test_a_finding_survives_the_round_trip(finding: Finding) -> None:
+    assert _finding("p.py", _row(finding)) == finding
