@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
+from lint_plugin.roles import Role, role_of_name
+
 # A class is a multi-step draft backend when its name says so, whatever the prefix:
 # FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future
 # FooDraftMultiStepBackend.
@@ -29,17 +31,22 @@ def is_allocation(call: ast.Call) -> bool:
     return func.attr in _TENSOR_ALLOCATORS
 
 
-# A class whose text names a topk and the index kernel, or a topk, a step count
-# and a context length, may be a draft backend with something to report (KVI006
-# needs the launch, KVI003 a context-sized per-step allocation); the walk looks
-# at all of it and the facts decide (see ClassFacts.is_draft_backend). A
-# superset, so that check's shortcuts lose nothing.
+# The facts' own test (ClassFacts.is_draft_backend) read on the class's text: it
+# keeps a topk (`self.<...topk>`) and a draft step count (`self.<...num_steps>`)
+# or names the index kernel. The class is then walked whole and the facts decide.
+# A superset of what the facts accept (a launch names the kernel; a name match is
+# the caller's), so that check's shortcuts lose nothing.
+SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
+KERNEL = "generate_draft_decode_kv_indices"
+
+
 def may_be_draft_backend(class_text: str) -> bool:
     if "topk" not in class_text:
         return False
-    if "generate_draft_decode_kv_indices" in class_text:
-        return True
-    return "context_len" in class_text and "num_steps" in class_text
+    roles = {role_of_name(a) for a in set(SELF_ATTRIBUTE.findall(class_text))}
+    if Role.TOPK not in roles:
+        return False
+    return Role.NUM_STEPS in roles or KERNEL in class_text
 
 
 def allocation_shape(call: ast.Call) -> list[ast.expr] | None:

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from lint_plugin.allocations import (
+    SELF_ATTRIBUTE,
     is_allocation,
     is_draft_backend_class,
     may_be_draft_backend,
@@ -56,7 +57,6 @@ _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 _FACT_WORDS = re.compile(
     r"\b(?:zeros|empty|ones|full|empty_strided|new_\w+)\s*\(|" + KERNEL + "|" + GUARD
 )
-_SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
 
 
 # Fields that never lead to anything the walk looks at: names and flags, and the
@@ -135,15 +135,19 @@ def analyze(
     path: str,
     rows: Sequence[int] | None = None,
     settings: Settings = DEFAULT_SETTINGS,
+    helper_names: dict[str, str] | None = None,
 ) -> list[Finding]:
     """All KVI findings in ``tree`` (not filtered by noqa or selection).
 
     ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
     finding needs; statements touching none of them are skipped, except in a
     function with aliases (``k = self.topk``), whose formulas may name none, and
-    in a class that may be a draft backend.
+    in a class that may be a draft backend. ``helper_names``: the names the
+    helpers go by so far in the file, shared by the regions check parses.
     """
     walker = _Walker(source, path, rows, settings)
+    if helper_names is not None:  # shared by the regions of one file, in order
+        walker.facts.helper_names = helper_names
     walker.visit(tree, _Context(), False)
     for code, decide in DECISIONS:
         if code not in OPT_IN or code in settings.opt_in:
@@ -231,7 +235,7 @@ class _Walker:
         text = self.source.segment(node)
         if not (is_draft_backend_class(node.name) or may_be_draft_backend(text)):
             return _Context(None, None, facts, None)
-        facts.attributes.update(_SELF_ATTRIBUTE.findall(text))
+        facts.attributes.update(SELF_ATTRIBUTE.findall(text))
         return _Context(
             None, None, facts, rows_matching(_FACT_WORDS, text, node.lineno)
         )

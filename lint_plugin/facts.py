@@ -17,11 +17,11 @@ from __future__ import annotations
 import ast
 import bisect
 
+from lint_plugin.allocations import KERNEL as KERNEL  # the rules import it here
 from lint_plugin.allocations import is_draft_backend_class
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 
-KERNEL = "generate_draft_decode_kv_indices"
 GUARD = "assert_buffer_fits"
 
 Position = tuple[int, int]
@@ -159,7 +159,8 @@ class HelperBinding:
     kind: str  # "function", "class", "assignment", "import"
 
 
-def _helper_names() -> dict[str, str]:
+def helper_names() -> dict[str, str]:
+    """The helpers' own names, before any import gives them others."""
     from lint_plugin.formulas import HELPER_SLOTS
 
     return {name: name for name in HELPER_SLOTS}
@@ -169,7 +170,7 @@ def _helper_names() -> dict[str, str]:
 class ModuleFacts:
     classes: list[ClassFacts] = field(default_factory=list)
     # Names the helpers are called by here: their own, and trusted import aliases.
-    helper_names: dict[str, str] = field(default_factory=_helper_names)
+    helper_names: dict[str, str] = field(default_factory=helper_names)
     helper_calls: list[HelperCall] = field(default_factory=list)
     helper_bindings: list[HelperBinding] = field(default_factory=list)
 

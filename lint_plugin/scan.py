@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
+from lint_plugin.facts import helper_names as _helper_names
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
 from lint_plugin.prefilter import could_match, decode
@@ -66,9 +67,14 @@ def check_source(
     regions = _regions(text, lines)
     if regions is not None:
         findings: list[Finding] = []
+        # The names the helpers go by (trusted import aliases) hold for the
+        # regions after the import, as they do in a walk of the whole file.
+        helper_names = _helper_names()
         try:
             for start, end, indent in regions:
-                findings += _check_region(lines, start, end, indent, path, settings)
+                findings += _check_region(
+                    lines, start, end, indent, path, settings, helper_names
+                )
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
         if findings is not None and not findings:
@@ -87,7 +93,13 @@ def check_source(
 
 
 def _check_region(
-    lines, start: int, end: int, indent: bool, path, settings: Settings
+    lines,
+    start: int,
+    end: int,
+    indent: bool,
+    path,
+    settings: Settings,
+    helper_names: dict[str, str],
 ) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
@@ -96,7 +108,12 @@ def _check_region(
         start -= 1
     tree = _parse(snippet, path)
     return analyze(
-        tree, Source(snippet, start), path, interesting_rows(snippet), settings
+        tree,
+        Source(snippet, start),
+        path,
+        interesting_rows(snippet),
+        settings,
+        helper_names,
     )
 
 

@@ -3,14 +3,17 @@ through (Fixit style: the examples are the spec)."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import pytest
 
+from lint_plugin.analysis import analyze
 from lint_plugin.noqa import review
 from lint_plugin.rules import OPT_IN, RULES
 from lint_plugin.scan import check_source
 from lint_plugin.settings import Settings
+from lint_plugin.source import Source
 
 # Every rule runs here, the opt-in ones too: each example is its own rule's spec.
 EVERY_RULE = Settings(opt_in=OPT_IN)
@@ -18,6 +21,14 @@ EVERY_RULE = Settings(opt_in=OPT_IN)
 
 def codes(source: str) -> list[str]:
     findings = check_source(source.encode(), "snippet.py", EVERY_RULE)
+    return [f.code for f in review(findings, source, "snippet.py")]
+
+
+def full_walk_codes(source: str) -> list[str]:
+    """The engine on the whole tree, none of check's shortcuts."""
+    findings = analyze(
+        ast.parse(source), Source(source), "snippet.py", None, EVERY_RULE
+    )
     return [f.code for f in review(findings, source, "snippet.py")]
 
 
@@ -160,6 +171,28 @@ def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:
         "        )\n"
     )
     assert codes(source) == []
+
+
+def test_a_backend_known_by_its_attributes_is_read_whole() -> None:
+    """No `...MultiStepDraftBackend` name and no context length in the class: a
+    row sized by the helper (under an alias) with 1 for topk is still unsized."""
+    source = (
+        "import torch\n"
+        "from sglang.srt.speculative.spec_utils import (\n"
+        "    draft_kv_indices_buffer_width as row_width,\n)\n\n\n"
+        "class FooAttnBackend:\n"
+        "    def __init__(self, topk, steps, ctx):\n"
+        "        self.topk, self.speculative_num_steps, self.ctx = topk, steps, ctx\n\n"
+        "    def init_cuda_graph_state(self, max_bs):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, row_width(max_bs, 1, self.ctx))\n"
+        "        )\n"
+    )
+    assert codes(source) == ["KVI003"]
+    assert full_walk_codes(source) == ["KVI003"]
+    # A class that only names a topk in passing keeps no draft rows.
+    passing = source.replace("self.topk, ", "self.k, ")
+    assert codes(passing) == full_walk_codes(passing) == []
 
 
 HELPER_DEFINITIONS = (
