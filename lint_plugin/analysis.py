@@ -14,10 +14,10 @@ from collections import deque
 from collections.abc import Sequence
 
 from lint_plugin.allocations import (
-    SELF_ATTRIBUTE,
     is_allocation,
     is_draft_backend_class,
     may_be_draft_backend,
+    role_attributes,
 )
 from lint_plugin.arith import AST, Leaf, Sum, build
 from lint_plugin.facts import (
@@ -235,7 +235,7 @@ class _Walker:
         text = self.source.segment(node)
         if not (is_draft_backend_class(node.name) or may_be_draft_backend(text)):
             return _Context(None, None, facts, None)
-        facts.attributes.update(SELF_ATTRIBUTE.findall(text))
+        facts.attributes.update(role_attributes(text))
         return _Context(
             None, None, facts, rows_matching(_FACT_WORDS, text, node.lineno)
         )

@@ -112,7 +112,9 @@ class ClassFacts:
     functions: list[FunctionFacts] = field(default_factory=list)
     allocations: list[Allocation] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
-    attributes: set[str] = field(default_factory=set)  # self.<attr> anywhere
+    # self.<attr> anywhere in the class, for the attributes that are a topk or a
+    # draft step count (the only ones the rules read by name).
+    attributes: set[str] = field(default_factory=set)
 
     @property
     def topk_attr(self) -> str | None:

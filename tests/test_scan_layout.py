@@ -4,7 +4,8 @@ The triple-quoted string finder jumps from one triple quote to the next and read
 only the line that could hide it; its reference reads every comment and string in
 order. The block finder searches for the keywords and checks each line's start;
 its reference is a pattern anchored at every line. Any disagreement would make
-check skip real code or read a docstring as code.
+check skip real code or read a docstring as code. The same holds for the class
+attributes that make a class a draft backend.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lint_plugin.allocations import role_attributes
+from lint_plugin.roles import Role, role_of_name
 from lint_plugin.scan import _QUOTED, _Layout, _StringSpans
 
 # One character per step: linear, where a repeated run (`[^"\\]+`) inside the
@@ -146,3 +149,49 @@ def test_blocks_of_every_file_of_the_latest_release(latest_package) -> None:
         text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
         if "def" in text or "class" in text:
             assert blocks(text) == reference_blocks(text), path
+
+
+_SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
+
+
+def reference_role_attributes(text: str) -> set[str]:
+    return {
+        name
+        for name in _SELF_ATTRIBUTE.findall(text)
+        if role_of_name(name) in (Role.TOPK, Role.NUM_STEPS)
+    }
+
+
+ATTRIBUTE_PIECES = [
+    "self",
+    ".",
+    " ",
+    "\n",
+    "myself",
+    "_self",
+    "topk",
+    "_topk",
+    "eagle_topk",
+    "num_steps",
+    "speculative_num_steps",
+    "topk_x",
+    "x",
+    "é",
+    "(",
+    "=",
+    "1",
+]
+
+
+@given(st.lists(st.sampled_from(ATTRIBUTE_PIECES), max_size=30).map("".join))
+def test_role_attributes_agree_with_the_reference(text: str) -> None:
+    assert role_attributes(text) == reference_role_attributes(text)
+
+
+def test_role_attributes_of_every_class_file_of_the_latest_release(
+    latest_package,
+) -> None:
+    for path in Path(latest_package).rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "self" in text:
+            assert role_attributes(text) == reference_role_attributes(text), path
