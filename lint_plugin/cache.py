@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 
 from lint_plugin.findings import Edit, Finding, Fix
 from lint_plugin.settings import Settings
@@ -24,6 +25,8 @@ FOLDER_NAME = ".draft_kv_lint_cache"
 NO_CACHE_VARIABLE = "DRAFT_KV_LINT_NO_CACHE"
 CACHE_DIR_VARIABLE = "DRAFT_KV_LINT_CACHE_DIR"
 _MAGIC = "draft-kv-lint cache 1"
+_MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a file's findings; far more than any needs
+_BUILD_NAME = re.compile(r"[0-9a-f]{40}")
 _TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by draft-kv-lint.\n"
@@ -87,15 +90,20 @@ class Cache:
 
     def get(self, key: str, path: str) -> list[Finding] | None:
         """The findings stored under ``key`` (reported for ``path``), or None."""
+        from lint_plugin.files import read_regular_file
+
+        # As careful as reading a source: a FIFO or a link to /dev/zero put in
+        # the folder must cost a miss, not a hang or the machine's memory.
+        data = read_regular_file(os.path.join(self.folder, key), _MAX_ENTRY_BYTES)
+        if not isinstance(data, bytes):
+            return None
         try:
-            with open(os.path.join(self.folder, key), "rb") as handle:
-                stored = marshal.loads(handle.read())
-            magic, stored_key, rows = stored
+            magic, stored_key, rows = marshal.loads(data)
             if magic != _MAGIC or stored_key != key:
                 return None
             return [_finding(path, row) for row in rows]
-        except (OSError, EOFError, ValueError, TypeError):
-            return None  # missing, truncated or not ours: check the file again
+        except Exception:  # any damage is a miss, never a crash
+            return None  # truncated or not ours: check the file again
 
     def put(self, key: str, findings: list[Finding]) -> None:
         if not self._prepare():
@@ -104,7 +112,9 @@ class Cache:
         final = os.path.join(self.folder, key)
         partial = f"{final}.{os.getpid()}.tmp"
         try:
-            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            # Never through a link someone left at this name (O_EXCL, O_NOFOLLOW).
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            descriptor = os.open(partial, flags, 0o644)
             with os.fdopen(descriptor, "wb") as handle:
                 handle.write(data)
             os.replace(partial, final)  # readers see the whole entry or none
@@ -118,6 +128,8 @@ class Cache:
         """Create the folder once, marked as a cache git and backup tools skip."""
         if self._writable is None:
             try:
+                if not os.path.isdir(self.folder):
+                    _remove_other_builds(self.root)
                 os.makedirs(self.folder, exist_ok=True)
                 for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
                     marker = os.path.join(self.root, name)
@@ -128,6 +140,21 @@ class Cache:
             except OSError:
                 self._writable = False
         return self._writable
+
+
+def _remove_other_builds(root: str) -> None:
+    """A new build of the tool starts its own folder: the others' answers can
+    never be read again (the key names the build), so they go."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return
+    stale = [n for n in names if _BUILD_NAME.fullmatch(n)]
+    if stale:
+        import shutil
+
+        for name in stale:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
 
 def cache_for(

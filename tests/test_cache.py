@@ -163,6 +163,51 @@ def test_a_damaged_entry_is_a_miss_and_is_rewritten(
     assert entry.read_bytes() == good
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_an_entry_that_is_no_file_is_a_miss(tmp_path, run, kind) -> None:
+    """Something else at an entry's name costs a check, not a hang or memory."""
+    path = tmp_path / "a.py"
+    path.write_text(KVI001)
+    folder = tmp_path / "c"
+    first = run("check", "--cache-dir", str(folder), str(path))
+    (entry,) = entries(folder)
+    entry.unlink()
+    if kind == "fifo":
+        os.mkfifo(entry)
+    elif kind == "dev-zero":
+        entry.symlink_to("/dev/zero")
+    else:
+        entry.mkdir()
+    again = run("check", "--cache-dir", str(folder), str(path))
+    assert (again.status, again.out, again.err) == (first.status, first.out, "")
+
+
+def test_a_link_left_at_a_temporary_name_is_not_followed(tmp_path) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    cache = Cache(str(tmp_path / "c"), Settings())
+    key = cache.key("a.py", b"x")
+    cache._prepare()
+    partial = Path(cache.folder) / f"{key}.{os.getpid()}.tmp"
+    partial.symlink_to(target)
+    cache.put(key, [])
+    assert target.read_text() == "keep me\n"
+
+
+def test_a_new_build_removes_the_folders_of_old_ones(tmp_path) -> None:
+    root = tmp_path / "c"
+    old = root / ("0" * 40)
+    old.mkdir(parents=True)
+    (old / "entry").write_bytes(b"x")
+    keep = root / "notes"
+    keep.mkdir()
+    cache = Cache(str(root), Settings())
+    cache.put(cache.key("a.py", b"x"), [])
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == sorted(
+        [Path(cache.folder).name, "notes"]
+    )
+
+
 def test_an_unwritable_cache_folder_changes_nothing(tmp_path, run) -> None:
     (tmp_path / "a.py").write_text(KVI001)
     blocker = tmp_path / "file"
