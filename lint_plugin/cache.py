@@ -42,8 +42,8 @@ def _hasher():
 
 
 def _code_fingerprint() -> str:
-    """One name per build of this tool: its version and every module's size and
-    modification time (the rule modules included)."""
+    """One name per build of this tool: its version, the interpreter's, and every
+    module's size and modification time (the rule modules included)."""
     import lint_plugin
 
     folders = list(lint_plugin.__path__)
@@ -53,8 +53,12 @@ def _code_fingerprint() -> str:
 
         spec = find_spec("lint_plugin.rules")
         rules = spec.submodule_search_locations[0] if spec else rules
+    import sys
+
     hasher = _hasher()
-    hasher.update(lint_plugin.__version__.encode())
+    # The interpreter too: what parses (E999) differs between Python versions,
+    # and two virtual environments may share one editable checkout.
+    hasher.update(f"{lint_plugin.__version__}\0{sys.version}\0".encode())
     for folder in (*folders, rules):
         try:
             entries = sorted(os.scandir(folder), key=lambda entry: entry.name)

@@ -7,12 +7,14 @@ tests) and gives it a folder of its own.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from import_probe import imported_by
+from test_properties import buffer_width, near_miss, used_len
 
 import lint_plugin
 from lint_plugin import cache as cache_module
@@ -255,7 +257,9 @@ def test_a_parallel_run_fills_and_reads_the_cache(tmp_path, run, monkeypatch) ->
     assert warm.out == cold.out and warm.codes == ["KVI001"] * 300
 
 
-def test_another_build_of_the_tool_is_another_folder(tmp_path, monkeypatch) -> None:
+def test_another_build_of_the_tool_or_python_is_another_folder(
+    tmp_path, monkeypatch
+) -> None:
     package = tmp_path / "lint_plugin"
     (package / "rules").mkdir(parents=True)
     module = package / "scan.py"
@@ -267,7 +271,9 @@ def test_another_build_of_the_tool_is_another_folder(tmp_path, monkeypatch) -> N
     module.write_text("x = 22\n")  # another size
     edited = cache_module._code_fingerprint()
     os.utime(package / "rules" / "kvi001.py", ns=(1, 1))  # another rule's time
-    assert len({before, edited, cache_module._code_fingerprint()}) == 3
+    touched = cache_module._code_fingerprint()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert len({before, edited, touched, cache_module._code_fingerprint()}) == 4
 
 
 def test_keys_cover_path_settings_and_bytes(tmp_path) -> None:
@@ -295,3 +301,46 @@ _findings = st.builds(
 @given(_findings)
 def test_a_finding_survives_the_round_trip(finding: Finding) -> None:
     assert _finding("p.py", _row(finding)) == finding
+
+
+@pytest.fixture(scope="module")
+def shared_folder(tmp_path_factory) -> Path:
+    """One cache folder for every generated file: entries must never mix."""
+    return tmp_path_factory.mktemp("shared-cache")
+
+
+_DIRECTIVES = st.sampled_from(["", "  # noqa", "  # noqa: KVI001", "  # noqa: KVI002"])
+
+
+@st.composite
+def generated_file(draw) -> str:
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        expr = draw(st.one_of(used_len(), buffer_width(), near_miss()))
+        lines.append(f"n = (\n{expr}\n){draw(_DIRECTIVES)}\n")
+    return "".join(lines)
+
+
+@settings(
+    max_examples=300,  # each example is nine whole runs of the command
+    suppress_health_check=[HealthCheck.function_scoped_fixture],  # reset per run
+)
+@given(st.lists(generated_file(), min_size=1, max_size=3))
+def test_generated_files_answer_the_same_from_the_cache(
+    shared_folder, capsys, monkeypatch, versions
+) -> None:
+    """Versions of one file, checked in turn: every run from the cache says what a
+    fresh check says, whatever was stored for the file's earlier versions."""
+    from lint_plugin.cli import main
+
+    monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
+    path = shared_folder / "g.py"
+    for text in versions:
+        path.write_text(text)
+        answers = []
+        for flag in ("--no-cache", None, None):
+            args = ["check", "--no-config", str(path)]
+            args += [flag] if flag else ["--cache-dir", str(shared_folder / "c")]
+            status = main(args)
+            answers.append((status, capsys.readouterr()))
+        assert answers[0] == answers[1] == answers[2]
