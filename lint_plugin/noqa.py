@@ -46,6 +46,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 from lint_plugin.records import field, record
 
+TYPE_CHECKING = False  # not `typing`: check imports this module on every run
+if TYPE_CHECKING:
+    from lint_plugin.settings import Settings
+
 UNUSED_NOQA_CODE = "KVI100"
 OWN_PREFIX = "KVI"
 
@@ -438,15 +442,19 @@ def _placement(suppressions: Suppressions, finding: Finding) -> int | None:
 
 
 def remove_unused_directives(
-    text: str, path: str, selected: Callable[[Finding], bool]
+    text: str,
+    path: str,
+    selected: Callable[[Finding], bool],
+    settings: Settings | None = None,
 ) -> tuple[str, list[Finding]]:
     """``text`` without its unused KVI codes in directives (KVI100's safe fix) and
     the KVI100 findings fixed. Only comment text changes, so the program does not."""
     if not may_hold_own_directive(text.encode()):
         return text, []
     from lint_plugin.scan import check_source
+    from lint_plugin.settings import DEFAULT_SETTINGS
 
-    findings = check_source(text.encode(), path)
+    findings = check_source(text.encode(), path, settings or DEFAULT_SETTINGS)
     if any(f.code == SYNTAX_ERROR_CODE for f in findings):
         return text, []
     unused = [

@@ -265,7 +265,12 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
     # KVI100's safe fix: drop directive codes that suppress nothing (comments only).
     from lint_plugin.noqa import remove_unused_directives
 
-    text, fixed = remove_unused_directives(rewrite.text, path, options.selected)
+    # The engine under the run's own settings: a directive for an opt-in rule
+    # (KVI006) or for a custom helpers module's findings is used there.
+    settings = Settings(options.helpers_module, options.guard_module, options.opt_in)
+    text, fixed = remove_unused_directives(
+        rewrite.text, path, options.selected, settings
+    )
     if not fixed:
         return rewrite
     return Rewrite(text, rewrite.applied + fixed, rewrite.unsafe_edits)

@@ -175,3 +175,25 @@ def test_an_internal_error_on_one_file_spares_the_others(tmp_path, monkeypatch, 
     assert first.read_bytes() == SITE.encode()  # left as it was
     assert second.read_text() == FIXED
     assert "ruff is not there" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [(), ("--extend-select", "KVI006"), ("--helpers-module", "mypkg.helpers")],
+)
+def test_a_used_directive_for_an_opt_in_rule_is_kept(tmp_path, capsys, flags):
+    """KVI100's fix runs the engine under the run's own settings: a directive
+    that suppresses KVI006 is used, and `fix` must not strip it."""
+    from lint_plugin.rules import RULES
+
+    source = RULES["KVI006"].invalid[0].code
+    lines = source.split("\n")
+    row = next(i for i, line in enumerate(lines) if "decode_kv_indices[" in line)
+    lines[row] += "  # noqa: KVI006"
+    path = tmp_path / "backend.py"
+    path.write_text("\n".join(lines))
+    before = path.read_bytes()
+    assert main(["fix", "--no-config", *flags, str(path)]) == 0
+    assert path.read_bytes() == before
+    assert main(["check", "--no-config", "--extend-select", "KVI006", str(path)]) == 0
+    capsys.readouterr()
