@@ -18,7 +18,7 @@ import ast
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from lint_plugin.findings import Edit
 from lint_plugin.source import COMMENT
@@ -61,17 +61,36 @@ def original_text(text: str, edit: Edit) -> str:
     return text[start:end]
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def iter_statements(tree: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement in ``tree``, in no particular order. Statements live only
+    in statement lists (and the handlers' and cases' bodies), so expressions,
+    most of a tree's nodes, are never visited (``ast.walk`` visits them all)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        for name in _STATEMENT_LISTS:
+            children = getattr(node, name, None)
+            if type(children) is not list:
+                continue  # `IfExp.body` is an expression, never pushed anyway
+            for child in children:
+                if isinstance(child, ast.stmt):
+                    yield child
+                pending.append(child)
+
+
 def statement_rows(tree: ast.Module) -> Callable[[int], int]:
     """For a row inside an expression, the first row of its statement (for a
     ``def`` or ``class``, of its first decorator)."""
     starts: list[int] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt):
-            first = node.lineno
-            decorators = getattr(node, "decorator_list", None)
-            if decorators:
-                first = min(first, *(d.lineno for d in decorators))
-            starts.append(first)
+    for node in iter_statements(tree):
+        first = node.lineno
+        decorators = getattr(node, "decorator_list", None)
+        if decorators:
+            first = min(first, *(d.lineno for d in decorators))
+        starts.append(first)
     starts.sort()
 
     def first_row(row: int) -> int:

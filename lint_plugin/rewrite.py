@@ -16,6 +16,7 @@ from pathlib import Path
 from lint_plugin.edits import (
     apply_edits_with_rows,
     header_last_row,
+    iter_statements,
     line_starts,
     offsets,
     row_mapper,
@@ -197,9 +198,7 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
     if not rows:
         return []
     spans = []  # (first row, last row) of simple statements and compound headers
-    for node in ast.walk(parse_module(text, "the rewritten text")):
-        if not isinstance(node, ast.stmt):
-            continue
+    for node in iter_statements(parse_module(text, "the rewritten text")):
         first = node.lineno
         for decorator in getattr(node, "decorator_list", ()):
             first = min(first, decorator.lineno)
