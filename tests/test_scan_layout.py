@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -71,7 +72,12 @@ PIECES = [
 ]
 
 
-@given(st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def joined(pieces: list[str], max_size: int) -> st.SearchStrategy[str]:
+    """Texts made of ``pieces``: the shapes each finder has to tell apart."""
+    return st.lists(st.sampled_from(pieces), max_size=max_size).map("".join)
+
+
+@given(joined(PIECES, 40))
 def test_generated_text_agrees_with_the_reference(text: str) -> None:
     assert spans(text) == reference_spans(text)
 
@@ -96,15 +102,6 @@ def test_an_unterminated_string_is_found_at_once() -> None:
     """A file being edited: the old pattern backtracked for hours on this."""
     text = 'topk = 1\nx = """' + "a" * 10_000 + '\\"""' + "b" * 10_000
     assert spans(text) == [(13, len(text))] == reference_spans(text)
-
-
-def test_every_file_of_the_latest_release_agrees(latest_package) -> None:
-    checked = 0
-    for path in Path(latest_package).rglob("*.py"):
-        text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
-        assert spans(text) == reference_spans(text), path
-        checked += 1
-    assert checked > 4000
 
 
 _BLOCK_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.M)
@@ -139,16 +136,9 @@ BLOCK_PIECES = [
 ]
 
 
-@given(st.lists(st.sampled_from(BLOCK_PIECES), max_size=30).map("".join))
+@given(joined(BLOCK_PIECES, 30))
 def test_generated_blocks_agree_with_the_reference(text: str) -> None:
     assert blocks(text) == reference_blocks(text)
-
-
-def test_blocks_of_every_file_of_the_latest_release(latest_package) -> None:
-    for path in Path(latest_package).rglob("*.py"):
-        text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
-        if "def" in text or "class" in text:
-            assert blocks(text) == reference_blocks(text), path
 
 
 _SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
@@ -183,15 +173,24 @@ ATTRIBUTE_PIECES = [
 ]
 
 
-@given(st.lists(st.sampled_from(ATTRIBUTE_PIECES), max_size=30).map("".join))
+@given(joined(ATTRIBUTE_PIECES, 30))
 def test_role_attributes_agree_with_the_reference(text: str) -> None:
     assert role_attributes(text) == reference_role_attributes(text)
 
 
-def test_role_attributes_of_every_class_file_of_the_latest_release(
-    latest_package,
-) -> None:
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        (spans, reference_spans),
+        (blocks, reference_blocks),
+        (role_attributes, reference_role_attributes),
+    ],
+    ids=["strings", "blocks", "role-attributes"],
+)
+def test_every_file_of_the_latest_release_agrees(latest_package, found, expected):
+    checked = 0
     for path in Path(latest_package).rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        if "self" in text:
-            assert role_attributes(text) == reference_role_attributes(text), path
+        text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
+        assert found(text) == expected(text), path
+        checked += 1
+    assert checked > 4000
