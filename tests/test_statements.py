@@ -11,7 +11,12 @@ from hypothesis import HealthCheck, given, settings
 
 from lint_plugin.edits import iter_statements
 
-pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
+# Warnings about the parsed code (invalid escapes: a SyntaxWarning, or on 3.11 a
+# DeprecationWarning) are that code's business.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::SyntaxWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
 
 
 def reference(tree: ast.AST) -> list[ast.stmt]:
