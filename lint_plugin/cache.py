@@ -10,11 +10,20 @@ A run answered from the cache reads each file, hashes the ones that could hold a
 finding, and loads their entries: it never imports the parser's side. The cache
 is an optimisation only. A folder that cannot be written, or an entry that cannot
 be read back whole, is silently the same as a miss: the file is checked again.
+
+Entries are plain text (one escaped, tab-separated line per finding, fix and edit)
+under a digest of their own bytes: a damaged entry is recognised before anything
+in it is believed, and reading one never allocates more than its size (``marshal``
+is not safe on damaged input: a flipped byte can crash the interpreter).
+
+The folder is marked (a ``.gitignore`` of ``*`` and a ``CACHEDIR.TAG``) only when
+this tool creates it, and the folders of old builds are removed only from a folder
+so marked and only when they carry this tool's build marker: ``--cache-dir`` given
+an existing folder of the user's never gains files or loses folders it did not own.
 """
 
 from __future__ import annotations
 
-import marshal
 import os
 import re
 
@@ -24,7 +33,8 @@ from lint_plugin.settings import Settings
 FOLDER_NAME = ".draft_kv_lint_cache"
 NO_CACHE_VARIABLE = "DRAFT_KV_LINT_NO_CACHE"
 CACHE_DIR_VARIABLE = "DRAFT_KV_LINT_CACHE_DIR"
-_MAGIC = "draft-kv-lint cache 1"
+_MAGIC = "draft-kv-lint cache 2"
+_BUILD_MARKER = ".draft-kv-lint-build"
 _MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a file's findings; far more than any needs
 _BUILD_NAME = re.compile(r"[0-9a-f]{40}")
 _TAG = (
@@ -102,23 +112,18 @@ class Cache:
         if not isinstance(data, bytes):
             return None
         try:
-            magic, stored_key, rows = marshal.loads(data)
-            if magic != _MAGIC or stored_key != key:
-                return None
-            return [_finding(path, row) for row in rows]
+            return _decode(data, key, path)
         except Exception:  # any damage is a miss, never a crash
-            return None  # truncated or not ours: check the file again
+            return None
 
     def put(self, key: str, findings: list[Finding]) -> None:
         if not self._prepare():
             return
-        data = marshal.dumps((_MAGIC, key, [_row(f) for f in findings]))
+        data = _encode(key, findings)
         final = os.path.join(self.folder, key)
         partial = f"{final}.{os.getpid()}.tmp"
         try:
-            # Never through a link someone left at this name (O_EXCL, O_NOFOLLOW).
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            descriptor = os.open(partial, flags, 0o644)
+            descriptor = os.open(partial, _NEW_FILE, 0o644)
             with os.fdopen(descriptor, "wb") as handle:
                 handle.write(data)
             os.replace(partial, final)  # readers see the whole entry or none
@@ -129,36 +134,74 @@ class Cache:
                 pass
 
     def _prepare(self) -> bool:
-        """Create the folder once, marked as a cache git and backup tools skip."""
+        """Create the folders once; mark the cache folder only if this tool made it."""
         if self._writable is None:
             try:
+                if not os.path.isdir(self.root):
+                    os.makedirs(self.root, exist_ok=True)
+                    _write_new(os.path.join(self.root, ".gitignore"), "*\n")
+                    _write_new(os.path.join(self.root, "CACHEDIR.TAG"), _TAG)
                 if not os.path.isdir(self.folder):
-                    _remove_other_builds(self.root)
-                os.makedirs(self.folder, exist_ok=True)
-                for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
-                    marker = os.path.join(self.root, name)
-                    if not os.path.exists(marker):
-                        with open(marker, "w", encoding="utf-8") as handle:
-                            handle.write(text)
+                    if _is_ours(self.root):
+                        _remove_other_builds(self.root)
+                    os.makedirs(self.folder, exist_ok=True)
+                    _write_new(os.path.join(self.folder, _BUILD_MARKER), _MAGIC)
                 self._writable = True
             except OSError:
                 self._writable = False
         return self._writable
 
 
+# A new file only: never through a link someone left at the name, never over a
+# file that is there already.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _write_new(path: str, text: str) -> None:
+    try:
+        descriptor = os.open(path, _NEW_FILE, 0o644)
+    except FileExistsError:
+        return  # there already (or a link): left as it is
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _is_ours(root: str) -> bool:
+    """Was this folder made by this tool (its CACHEDIR.TAG, a plain file)?"""
+    tag = os.path.join(root, "CACHEDIR.TAG")
+    if os.path.islink(tag):
+        return False
+    try:
+        with open(tag, encoding="utf-8") as handle:
+            return handle.read(len(_TAG) + 1) == _TAG
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def _remove_other_builds(root: str) -> None:
     """A new build of the tool starts its own folder: the others' answers can
-    never be read again (the key names the build), so they go."""
+    never be read again (the key names the build), so they go; only folders that
+    carry this tool's build marker, and never through a link."""
     try:
         names = os.listdir(root)
     except OSError:
         return
-    stale = [n for n in names if _BUILD_NAME.fullmatch(n)]
+    stale = []
+    for name in names:
+        folder = os.path.join(root, name)
+        marker = os.path.join(folder, _BUILD_MARKER)
+        if (
+            _BUILD_NAME.fullmatch(name)
+            and not os.path.islink(folder)
+            and os.path.isfile(marker)
+            and not os.path.islink(marker)
+        ):
+            stale.append(folder)
     if stale:
         import shutil
 
-        for name in stale:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def cache_for(
@@ -176,55 +219,94 @@ def cache_for(
     return Cache(folder, settings)
 
 
-def _row(finding: Finding) -> tuple:
-    fix = finding.fix
-    stored_fix = None
+# ---- the entry format -------------------------------------------------------
+#
+#   draft-kv-lint cache 2 <key> <digest of what follows>
+#   F <row> <column> <end row> <end column> <code> <message>
+#   X <applicability> <message>                      (the finding's fix, if any)
+#   E <content> <row> <column> <end row> <end column>   (each of its edits)
+#
+# Fields are separated by tabs; text is escaped with ``unicode_escape`` (which
+# escapes tabs, line breaks and backslashes), so every record is one line.
+
+
+def _encode(key: str, findings: list[Finding]) -> bytes:
+    lines = []
+    for f in findings:
+        lines.append(
+            _line("F", f.row, f.column, f.end_row, f.end_column, f.code, f.message)
+        )
+        if f.fix is not None:
+            lines.append(_line("X", f.fix.applicability, f.fix.message))
+            for e in f.fix.edits:
+                lines.append(
+                    _line("E", e.content, e.row, e.column, e.end_row, e.end_column)
+                )
+    body = "".join(line + "\n" for line in lines).encode("ascii")
+    digest = _hasher()
+    digest.update(body)
+    return f"{_MAGIC} {key} {digest.hexdigest()}\n".encode("ascii") + body
+
+
+def _line(kind: str, *fields: object) -> str:
+    return "\t".join(
+        [kind]
+        + [
+            str(v) if type(v) is int else v.encode("unicode_escape").decode("ascii")
+            for v in fields
+        ]
+    )
+
+
+def _decode(data: bytes, key: str, path: str) -> list[Finding] | None:
+    """The findings of an entry, or None unless it is whole and for ``key``.
+    Anything but the exact format raises (the caller counts that as a miss)."""
+    header, _, body = data.partition(b"\n")
+    magic_key, _, stored_digest = header.decode("ascii").rpartition(" ")
+    if magic_key != f"{_MAGIC} {key}":
+        return None
+    digest = _hasher()
+    digest.update(body)
+    if digest.hexdigest() != stored_digest:
+        return None  # damaged: not one field of it is believed
+    findings: list[Finding] = []
+    pending: list = []  # the finding being read: its fields, fix and edits
+    for line in body.decode("ascii").split("\n")[:-1]:
+        kind, *fields = line.split("\t")
+        if kind == "F":
+            _finish(pending, findings, path)
+            row, column, end_row, end_column, code, message = fields
+            pending = [
+                (int(row), int(column), int(end_row), int(end_column)),
+                _text(code),
+                _text(message),
+                None,
+                [],
+            ]
+        elif kind == "X" and pending and pending[3] is None:
+            applicability, message = fields
+            pending[3] = (_text(applicability), _text(message))
+        elif kind == "E" and pending and pending[3] is not None:
+            content, row, column, end_row, end_column = fields
+            pending[4].append(
+                Edit(
+                    _text(content), int(row), int(column), int(end_row), int(end_column)
+                )
+            )
+        else:
+            raise ValueError(f"unexpected record {kind!r}")
+    _finish(pending, findings, path)
+    return findings
+
+
+def _finish(pending: list, findings: list[Finding], path: str) -> None:
+    if not pending:
+        return
+    position, code, message, fix, edits = pending
     if fix is not None:
-        edits = tuple(
-            (e.content, e.row, e.column, e.end_row, e.end_column) for e in fix.edits
-        )
-        stored_fix = (fix.applicability, fix.message, edits)
-    return (
-        finding.row,
-        finding.column,
-        finding.end_row,
-        finding.end_column,
-        finding.code,
-        finding.message,
-        stored_fix,
-    )
+        fix = Fix(fix[0], fix[1], tuple(edits))
+    findings.append(Finding(path, *position, code, message, fix))
 
 
-def _finding(path: str, row: tuple) -> Finding:
-    """A stored row back as a finding; anything but the exact shape is refused."""
-    start, column, end_row, end_column, code, message, stored_fix = row
-    fix = None
-    if stored_fix is not None:
-        applicability, fix_message, edits = stored_fix
-        fix = Fix(
-            _text(applicability),
-            _text(fix_message),
-            tuple(Edit(_text(c), *map(_number, rest)) for c, *rest in edits),
-        )
-    return Finding(
-        path,
-        _number(start),
-        _number(column),
-        _number(end_row),
-        _number(end_column),
-        _text(code),
-        _text(message),
-        fix,
-    )
-
-
-def _text(value: object) -> str:
-    if type(value) is not str:
-        raise TypeError("not a string")
-    return value
-
-
-def _number(value: object) -> int:
-    if type(value) is not int:
-        raise TypeError("not an integer")
-    return value
+def _text(field: str) -> str:
+    return field.encode("ascii").decode("unicode_escape")

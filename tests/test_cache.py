@@ -19,7 +19,7 @@ from test_properties import buffer_width, near_miss, used_len
 import lint_plugin
 from lint_plugin import cache as cache_module
 from lint_plugin import scan
-from lint_plugin.cache import Cache, _finding, _row
+from lint_plugin.cache import _BUILD_MARKER, Cache, _decode, _encode, _hasher
 from lint_plugin.findings import Edit, Finding, Fix
 from lint_plugin.settings import Settings
 
@@ -35,7 +35,14 @@ def cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def entries(folder: Path) -> list[Path]:
-    return [p for p in folder.glob("*/*") if p.is_file()]
+    return [p for p in folder.glob("*/*") if p.is_file() and p.name != _BUILD_MARKER]
+
+
+def signed(key: str, body: bytes) -> bytes:
+    """An entry with a correct digest around ``body``: damage the digest misses."""
+    digest = _hasher()
+    digest.update(body)
+    return f"draft-kv-lint cache 2 {key} {digest.hexdigest()}\n".encode() + body
 
 
 def engine_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,37 +139,65 @@ def test_the_same_bytes_at_two_paths_report_their_own_path(tmp_path, run) -> Non
     "damage",
     [
         b"",
-        b"not marshal at all",
-        None,  # the right shape under another key
+        b"not an entry at all",
+        "key",  # the right body under another key
         "short",  # a valid entry cut short
-        "shape",  # a row of the wrong shape
+        "flipped",  # one character of the body changed
+        "shape",  # a well-signed body of the wrong shape
+        "order",  # an edit before its fix
     ],
 )
-def test_a_damaged_entry_is_a_miss_and_is_rewritten(
-    tmp_path, run, monkeypatch, damage
-) -> None:
-    import marshal
-
+def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, run, damage) -> None:
     path = tmp_path / "a.py"
     path.write_text(KVI001)
     folder = tmp_path / "c"
     first = run("check", "--cache-dir", str(folder), str(path))
     (entry,) = entries(folder)
     good = entry.read_bytes()
-    if damage is None:
-        magic, key, rows = marshal.loads(good)
-        data = marshal.dumps((magic, "0" * 40, rows))
+    key = entry.name
+    header, _, body = good.partition(b"\n")
+    if damage == "key":
+        data = good.replace(key.encode(), b"0" * 40, 1)
     elif damage == "short":
         data = good[: len(good) // 2]
+    elif damage == "flipped":
+        data = header + b"\n" + body.replace(b"\t1\t", b"\t7\t", 1)
     elif damage == "shape":
-        magic, key, rows = marshal.loads(good)
-        data = marshal.dumps((magic, key, [("1", *rows[0][1:])]))
+        data = signed(key, b"F\t1\t2\n")
+    elif damage == "order":
+        lines = body.split(b"\n")
+        data = signed(key, b"\n".join([lines[0], lines[2], lines[1], *lines[3:]]))
     else:
         data = damage
+    assert data != good
     entry.write_bytes(data)
     again = run("check", "--cache-dir", str(folder), str(path))
     assert (again.status, again.out, again.err) == (first.status, first.out, "")
     assert entry.read_bytes() == good
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=8), st.integers(min_value=0))
+def test_any_damage_to_an_entry_is_a_miss(patch: bytes, where: int) -> None:
+    """Random bytes written over an entry: never another answer, never a crash."""
+    finding = Finding(
+        "p.py",
+        1,
+        5,
+        1,
+        40,
+        "KVI001",
+        "msg \t\n\\ é",
+        Fix("safe", "m", (Edit("x\ny", 1, 5, 1, 40),)),
+    )
+    good = _encode("k" * 40, [finding])
+    at = where % (len(good) + 1)
+    damaged = good[:at] + patch + good[at + len(patch) :]
+    try:
+        decoded = _decode(damaged, "k" * 40, "p.py")
+    except Exception:
+        decoded = None  # what Cache.get turns into a miss
+    assert decoded is None or (damaged == good and decoded == [finding])
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
@@ -196,18 +231,49 @@ def test_a_link_left_at_a_temporary_name_is_not_followed(tmp_path) -> None:
     assert target.read_text() == "keep me\n"
 
 
-def test_a_new_build_removes_the_folders_of_old_ones(tmp_path) -> None:
+def test_a_new_build_removes_only_its_own_old_folders(tmp_path, monkeypatch) -> None:
     root = tmp_path / "c"
-    old = root / ("0" * 40)
-    old.mkdir(parents=True)
-    (old / "entry").write_bytes(b"x")
-    keep = root / "notes"
-    keep.mkdir()
+    monkeypatch.setattr(cache_module, "_code_fingerprint", lambda: "0" * 40)
+    old = Cache(str(root), Settings())
+    old.put(old.key("a.py", b"x"), [])
+    foreign = root / ("1" * 40)  # looks like a build, carries no marker
+    foreign.mkdir()
+    (foreign / "data").write_text("keep\n")
+    monkeypatch.undo()
     cache = Cache(str(root), Settings())
     cache.put(cache.key("a.py", b"x"), [])
-    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == sorted(
-        [Path(cache.folder).name, "notes"]
-    )
+    names = sorted(p.name for p in root.iterdir() if p.is_dir())
+    assert names == sorted([Path(cache.folder).name, "1" * 40])
+
+
+def test_an_existing_folder_gains_no_markers_and_loses_nothing(tmp_path) -> None:
+    """`--cache-dir .` in a project: no `.gitignore` of `*` (git would ignore the
+    project), no CACHEDIR.TAG, and no folder of the user's removed."""
+    project = tmp_path / "project"
+    mine = project / ("2" * 40)
+    mine.mkdir(parents=True)
+    (mine / ".draft-kv-lint-build").write_text("not made by the tool\n")
+    cache = Cache(str(project), Settings())
+    cache.put(cache.key("a.py", b"x"), [])
+    assert not (project / ".gitignore").exists()
+    assert not (project / "CACHEDIR.TAG").exists()
+    assert mine.is_dir() and len(entries(project)) == 1
+
+
+def test_markers_are_never_written_through_links_or_over_files(tmp_path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dangling = tmp_path / "link"
+    dangling.symlink_to(outside / "pwned")
+    kept = tmp_path / "kept"
+    kept.write_text("the user's\n")
+    for path in (dangling, kept):
+        cache_module._write_new(str(path), "*\n")
+    assert list(outside.iterdir()) == []
+    assert kept.read_text() == "the user's\n"
+    fresh = tmp_path / "fresh"
+    cache_module._write_new(str(fresh), "*\n")
+    assert fresh.read_text() == "*\n"
 
 
 def test_an_unwritable_cache_folder_changes_nothing(tmp_path, run) -> None:
@@ -298,9 +364,9 @@ _findings = st.builds(
 )
 
 
-@given(_findings)
-def test_a_finding_survives_the_round_trip(finding: Finding) -> None:
-    assert _finding("p.py", _row(finding)) == finding
+@given(st.lists(_findings, max_size=4))
+def test_findings_survive_the_round_trip(findings: list[Finding]) -> None:
+    assert _decode(_encode("k" * 40, findings), "k" * 40, "p.py") == findings
 
 
 @pytest.fixture(scope="module")
