@@ -38,6 +38,17 @@ def entries(folder: Path) -> list[Path]:
     return [p for p in folder.glob("*/*") if p.is_file() and p.name != _BUILD_MARKER]
 
 
+def one_entry(tmp_path: Path, run):
+    """A file with one finding, checked once: its path, the cache folder, the
+    run's result and the one entry stored."""
+    path = tmp_path / "a.py"
+    path.write_text(KVI001)
+    folder = tmp_path / "c"
+    first = run("check", "--cache-dir", str(folder), str(path))
+    (entry,) = entries(folder)
+    return path, folder, first, entry
+
+
 def signed(key: str, body: bytes) -> bytes:
     """An entry with a correct digest around ``body``: damage the digest misses."""
     digest = _hasher()
@@ -148,11 +159,7 @@ def test_the_same_bytes_at_two_paths_report_their_own_path(tmp_path, run) -> Non
     ],
 )
 def test_a_damaged_entry_is_a_miss_and_is_rewritten(tmp_path, run, damage) -> None:
-    path = tmp_path / "a.py"
-    path.write_text(KVI001)
-    folder = tmp_path / "c"
-    first = run("check", "--cache-dir", str(folder), str(path))
-    (entry,) = entries(folder)
+    path, folder, first, entry = one_entry(tmp_path, run)
     good = entry.read_bytes()
     key = entry.name
     header, _, body = good.partition(b"\n")
@@ -203,11 +210,7 @@ def test_any_damage_to_an_entry_is_a_miss(patch: bytes, where: int) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
 def test_an_entry_that_is_no_file_is_a_miss(tmp_path, run, kind) -> None:
     """Something else at an entry's name costs a check, not a hang or memory."""
-    path = tmp_path / "a.py"
-    path.write_text(KVI001)
-    folder = tmp_path / "c"
-    first = run("check", "--cache-dir", str(folder), str(path))
-    (entry,) = entries(folder)
+    path, folder, first, entry = one_entry(tmp_path, run)
     entry.unlink()
     if kind == "fifo":
         os.mkfifo(entry)
