@@ -58,10 +58,13 @@ def role_attributes(text: str) -> set[str]:
     return found
 
 
-def may_be_draft_backend(class_text: str) -> bool:
+def may_be_draft_backend(class_text: str, attributes: set[str] | None = None) -> bool:
+    """``attributes``: the text's ``role_attributes``, when the caller has them."""
     if "topk" not in class_text:
         return False
-    roles = {role_of_name(a) for a in role_attributes(class_text)}
+    if attributes is None:
+        attributes = role_attributes(class_text)
+    roles = {role_of_name(a) for a in attributes}
     if Role.TOPK not in roles:
         return False
     return Role.NUM_STEPS in roles or KERNEL in class_text

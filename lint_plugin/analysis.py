@@ -233,9 +233,12 @@ class _Walker:
         facts = ClassFacts(node)
         self.facts.classes.append(facts)
         text = self.source.segment(node)
-        if not (is_draft_backend_class(node.name) or may_be_draft_backend(text)):
+        attributes = role_attributes(text)
+        if not (
+            is_draft_backend_class(node.name) or may_be_draft_backend(text, attributes)
+        ):
             return _Context(None, None, facts, None)
-        facts.attributes.update(role_attributes(text))
+        facts.attributes.update(attributes)
         return _Context(
             None, None, facts, rows_matching(_FACT_WORDS, text, node.lineno)
         )

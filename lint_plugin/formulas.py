@@ -32,6 +32,14 @@ HELPER_SLOTS: dict[str, tuple[tuple[str, Role | None], ...]] = {
     ),
 }
 
+# Each helper's formula as a sum of products of its slots (indices into
+# HELPER_SLOTS): `seq_lens_sum * topk + bs * num_steps`, `num_seqs * topk *
+# max_context_len`. The fix's gate expands helper calls with it.
+HELPER_TERMS: dict[str, tuple[tuple[int, ...], ...]] = {
+    USED_LEN: ((0, 1), (2, 3)),
+    BUFFER_WIDTH: ((0, 1, 2),),
+}
+
 # Roles strong enough that seeing one in another slot is certainly a mistake.
 _STRONG_ROLES = frozenset(
     {Role.TOPK, Role.SEQ_LENS_SUM, Role.MAX_CONTEXT_LEN, Role.NUM_STEPS}

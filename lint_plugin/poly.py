@@ -20,12 +20,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping, Sequence
 
-from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.formulas import HELPER_SLOTS, HELPER_TERMS
 
-# Helper -> its parameters and its formula as sums of products of parameter indices.
+# Helper -> its parameters and its formula as sums of products of parameter
+# indices, as the matching engine (formulas.py) defines them.
 HELPER_FORMULAS: Mapping[str, tuple[tuple[str, ...], tuple[tuple[int, ...], ...]]] = {
-    USED_LEN: (("seq_lens_sum", "topk", "bs", "num_steps"), ((0, 1), (2, 3))),
-    BUFFER_WIDTH: (("num_seqs", "topk", "max_context_len"), ((0, 1, 2),)),
+    helper: (tuple(name for name, _ in slots), HELPER_TERMS[helper])
+    for helper, slots in HELPER_SLOTS.items()
 }
 
 # A product of sums can multiply out exponentially; past this many monomials the

@@ -47,6 +47,11 @@ class Options:
     # Selection (--select/--ignore); noqa directives are always honoured.
     selected: Callable[[Finding], bool] = lambda finding: True
 
+    @property
+    def settings(self) -> Settings:
+        """The engine's settings for this run (every pass of fix uses them)."""
+        return Settings(self.helpers_module, self.guard_module, self.opt_in)
+
 
 @dataclass
 class Rewrite:
@@ -154,8 +159,7 @@ LINE_LENGTH = 88
 def _applicable_findings(
     text: str, path: str, options: Options, first_round: bool
 ) -> list[Finding]:
-    settings = Settings(options.helpers_module, options.guard_module, options.opt_in)
-    findings = check_source(text.encode(), path, settings)
+    findings = check_source(text.encode(), path, options.settings)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
@@ -266,9 +270,8 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
 
     # The engine under the run's own settings: a directive for an opt-in rule
     # (KVI006) or for a custom helpers module's findings is used there.
-    settings = Settings(options.helpers_module, options.guard_module, options.opt_in)
     text, fixed = remove_unused_directives(
-        rewrite.text, path, options.selected, settings
+        rewrite.text, path, options.selected, options.settings
     )
     if not fixed:
         return rewrite
