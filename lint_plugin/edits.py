@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
-import re
 from collections.abc import Callable, Iterator, Sequence
 
 from lint_plugin.findings import Edit
@@ -43,9 +42,10 @@ def header_last_row(tree: ast.Module) -> int:
 
 
 def line_starts(text: str) -> list[int]:
-    starts = [0]
-    for match in re.finditer("\n", text):
-        starts.append(match.end())
+    """The offset each line of ``text`` starts at (lines end at ``\\n``)."""
+    lengths = (len(line) + 1 for line in text.split("\n"))
+    starts = list(itertools.accumulate(lengths, initial=0))
+    starts.pop()  # the offset past a last newline that does not exist
     return starts
 
 

@@ -1,7 +1,9 @@
 """Making the helpers importable after a rewrite, the way isort (black profile) would.
 
 Chosen behaviour: names go into an existing module-level
-``from <helpers-module> import ...`` (kept sorted as isort orders names); without
+``from <helpers-module> import ...`` (kept sorted as isort orders names; when
+comments sit among its names, a second import right below it instead, so that
+none is lost); without
 one, a new ``from`` import is placed among the module-level imports of the same
 top-level package in isort's order, or after the last module-level import. A
 function-local import of the module (sglang has them, e.g. in ``__init__``) is
@@ -15,6 +17,8 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from lint_plugin.import_text import isort_name_key
+
 
 def ensure_imported(
     module: cst.Module, names: Iterable[str], helpers_module: str
@@ -25,10 +29,19 @@ def ensure_imported(
         return module
     body = list(module.body)
     existing = _existing_import(body, helpers_module)
+    if existing is not None and _has_comment(existing[2]):
+        # Re-spelling its names would drop the comments among them: the names go
+        # into an import of their own right below it.
+        index = existing[0] + 1
+        statement = cst.parse_statement(
+            f"from {helpers_module} import {', '.join(wanted)}\n"
+        )
+        body.insert(index, statement)
+        return module.with_changes(body=body)
     if existing is not None:
         index, line, node = existing
         aliases = list(node.names) + [cst.ImportAlias(cst.Name(n)) for n in wanted]
-        aliases.sort(key=lambda a: _isort_name_key(_alias_name(a)))
+        aliases.sort(key=lambda a: isort_name_key(_alias_name(a)))
         aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
         new_node = node.with_changes(names=aliases, lpar=None, rpar=None)
         if len(aliases) > 1 or node.lpar:
@@ -53,6 +66,11 @@ def ensure_imported(
         body[index] = _separated_from_imports(body[index])
     body.insert(index, statement)
     return module.with_changes(body=body)
+
+
+def _has_comment(node: cst.ImportFrom) -> bool:
+    # An import holds no strings: a "#" in it opens a comment.
+    return "#" in cst.Module(body=[]).code_for_node(node)
 
 
 def _separated_from_imports(statement: cst.BaseStatement) -> cst.BaseStatement:
@@ -143,17 +161,6 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
             statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)
         )
     )
-
-
-def _isort_name_key(name: str) -> tuple[int, str]:
-    """isort's default order within an import: CONSTANTS, Classes, functions."""
-    if name.isupper() and len(name) > 1:
-        kind = 0
-    elif name[:1].isupper():
-        kind = 1
-    else:
-        kind = 2
-    return kind, name.lower()
 
 
 def _alias_name(alias: cst.ImportAlias) -> str:

@@ -26,6 +26,7 @@ from lint_plugin.edits import (
 from lint_plugin.facts import GUARD
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.import_text import add_import
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
@@ -58,6 +59,10 @@ class Rewrite:
     text: str
     applied: list[Finding] = field(default_factory=list)
     unsafe_edits: tuple[Edit, ...] = ()  # as computed on the original text
+    # The original text and its tree, parsed once: the gate compares against it.
+    parsed_original: tuple[str, ast.Module] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @property
     def changed(self) -> bool:
@@ -115,7 +120,9 @@ def rewrite_text(
         applied += chosen
         helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
     if not applied:
-        return _without_unused_directives(Rewrite(text), path, options)
+        rewrite = _without_unused_directives(Rewrite(text), path, options)
+        rewrite.parsed_original = (text, tree)
+        return rewrite
     new_text = _add_imports(current, helpers, options.helpers_module)
     if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
         new_text = _add_imports(new_text, {GUARD}, options.guard_module)
@@ -132,6 +139,7 @@ def rewrite_text(
         new_text = format_ranges(new_text, wanted, Path(path))
     rewrite = Rewrite(new_text, applied, tuple(dict.fromkeys(unsafe_edits)))
     rewrite = _without_unused_directives(rewrite, path, options)
+    rewrite.parsed_original = (text, tree)
     if verify_result:
         check_written(text, rewrite, options)
     return rewrite
@@ -140,11 +148,19 @@ def rewrite_text(
 def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
     """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
     program (with the unsafe fixes' stated replacements, and only those)."""
-    reference = original
+    reference, tree = original, None
     if rewrite.unsafe_edits:
         reference = splice(original, rewrite.unsafe_edits)
+    elif rewrite.parsed_original and rewrite.parsed_original[0] == original:
+        tree = rewrite.parsed_original[1]
     try:
-        verify(reference, rewrite.text, options.helpers_module, options.guard_module)
+        verify(
+            reference,
+            rewrite.text,
+            options.helpers_module,
+            options.guard_module,
+            reference_tree=tree,
+        )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
 
@@ -159,7 +175,11 @@ LINE_LENGTH = 88
 def _applicable_findings(
     text: str, path: str, options: Options, first_round: bool
 ) -> list[Finding]:
-    findings = check_source(text.encode(), path, options.settings)
+    # The text is parsed whole before the first round and by the gate after the
+    # last, so the engine's own whole-file syntax check would be a third parse.
+    findings = check_source(
+        text.encode(), path, options.settings, parsed_by_caller=True
+    )
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
@@ -300,40 +320,65 @@ def _shift_for_import(
     return [(prefix + 1, max(prefix + 1, len(new) - suffix)), *shifted]
 
 
-def _header_end(text: str) -> int:
+def _header(text: str) -> tuple[int, list[ast.stmt]]:
     """Offset just past the module's docstring and top-level imports (up to the
-    first def or class): all libcst needs to see to add an import. Cut at a
-    statement boundary found by ``ast``, so libcst is never handed a huge or
-    deep expression further down (it can take minutes, or crash, on those)."""
-    last = header_last_row(parse_module(text, "the rewritten text"))
+    first def or class), and its top-level statements: all an import needs to see.
+
+    Only the text above the first line that opens with ``def``, ``class`` or a
+    decorator is parsed when that much parses on its own: then that line starts a
+    statement at module level, so what is above is exactly the file's statements
+    before it. libcst is never handed a huge or deep expression further down (it
+    can take minutes, or crash, on those)."""
+    tree = None
+    first_def = _FIRST_DEF.search(text)
+    if first_def is not None:
+        try:
+            tree = parse_module(text[: first_def.start()])
+        except SyntaxError:
+            tree = None  # that line is inside a string or brackets: parse it all
+    if tree is None:
+        tree = parse_module(text, "the rewritten text")
+    last = header_last_row(tree)
+    statements = [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
     starts = line_starts(text)
     if last == 0:
         # Nothing to import after: the import goes below the comments that open
         # the file (a shebang, an encoding line, a licence), as libcst puts it.
         opening = _OPENING_COMMENTS.match(text)
-        return opening.end() if opening else 0
-    return starts[last] if last < len(starts) else len(text)
+        return (opening.end() if opening else 0), statements
+    return (starts[last] if last < len(starts) else len(text)), statements
 
 
+_FIRST_DEF = re.compile(r"^(?:@|class\b|def\b|async[ \t]+def\b)", re.M)
 _OPENING_COMMENTS = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*")
 
 
 def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
-    import libcst as cst
-
-    from lint_plugin.imports import ensure_imported
-
-    cut = _header_end(text)
+    cut, statements = _header(text)
     head, tail = text[:cut], text[cut:]
-    module = cst.parse_module(head)
     wanted = {name for name in helpers if not _bound_in(tail, name)}
-    new_module = ensure_imported(module, wanted, helpers_module)
-    new_head = new_module.code
-    if tail and new_head != head and _ends_with_import(new_module):
+    added = add_import(head, statements, wanted, helpers_module)
+    if added is None:
+        added = _add_imports_with_libcst(head, wanted, helpers_module)
+    new_head, ends_with_import = added
+    if tail and new_head != head and ends_with_import:
         if not new_head.endswith("\n"):
             new_head += "\n"
         tail = _blank_lines_before(tail)
     return new_head + tail
+
+
+def _add_imports_with_libcst(
+    head: str, wanted: set[str], helpers_module: str
+) -> tuple[str, bool]:
+    """What :func:`add_import` does, for any header: slower (libcst's import is a
+    fifth of a run), so only for the shapes it leaves."""
+    import libcst as cst
+
+    from lint_plugin.imports import ensure_imported
+
+    new_module = ensure_imported(cst.parse_module(head), wanted, helpers_module)
+    return new_module.code, _ends_with_import(new_module)
 
 
 _CODE_LINE = re.compile(r"^[ \t]*[^\s#]", re.M)

@@ -49,9 +49,18 @@ def interesting_rows(text: str) -> list[int]:
 
 
 def check_source(
-    data: bytes, path: str, settings: Settings = DEFAULT_SETTINGS
+    data: bytes,
+    path: str,
+    settings: Settings = DEFAULT_SETTINGS,
+    *,
+    parsed_by_caller: bool = False,
 ) -> list[Finding]:
-    """All findings in one file's bytes; noqa and selection are the caller's."""
+    """All findings in one file's bytes; noqa and selection are the caller's.
+
+    ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
+    (fix does, before it rewrites and in its gate), so the whole-file syntax
+    check that findings otherwise need is skipped; the regions are still parsed.
+    """
     text = decode(data)
     if not could_match(data):
         return []
@@ -78,6 +87,8 @@ def check_source(
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
         if findings is not None and not findings:
+            return findings
+        if findings and parsed_by_caller:
             return findings
         if findings:
             # Something to report: the whole file must parse first, as flake8

@@ -18,6 +18,7 @@ may change.
 from __future__ import annotations
 
 import ast
+import copy
 import warnings
 
 from lint_plugin.poly import HELPER_FORMULAS, Canonicalizer
@@ -44,18 +45,26 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
 
 
 def verify(
-    reference: str, final: str, helpers_module: str, guard_module: str | None = None
+    reference: str,
+    final: str,
+    helpers_module: str,
+    guard_module: str | None = None,
+    *,
+    reference_tree: ast.Module | None = None,
 ) -> None:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
-    integer arithmetic and the helpers' calls and imports."""
+    integer arithmetic and the helpers' calls and imports.
+
+    ``reference_tree``: ``reference`` as already parsed (it is read, never
+    changed). ``final`` is always parsed here: it is what is written."""
     try:
-        before = parse_module(reference, "the original")
+        before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
     except SyntaxError as exc:
         raise NotEqual(str(exc)) from None
     bound = _module_level_names(after)  # the helpers' imports count here
-    _drop_helper_imports(before, helpers_module, guard_module)
-    _drop_helper_imports(after, helpers_module, guard_module)
+    before = _drop_helper_imports(before, helpers_module, guard_module)
+    after = _drop_helper_imports(after, helpers_module, guard_module)
     canon = Canonicalizer()
     changed: list[tuple[ast.AST, ast.AST]] = []
     texts = (_Text(reference), _Text(final))
@@ -102,13 +111,14 @@ def _equal(
         changed.append((ast.Module(old, []), ast.Module(new, [])))
         return canon.canonical(old) == canon.canonical(new)
     for a, b in zip(old, new, strict=True):
-        if type(a) is type(b) and (
-            texts[0].segment(a) == texts[1].segment(b) or ast.dump(a) == ast.dump(b)
-        ):
+        same_type = type(a) is type(b)
+        if same_type and texts[0].segment(a) == texts[1].segment(b):
             continue
         blocks = [f for f in _BLOCK_FIELDS if isinstance(getattr(a, f, None), list)]
+        # A compound statement is opened before it is dumped: a class holding one
+        # rewrite would otherwise be dumped whole, twice.
         if (
-            type(a) is type(b)
+            same_type
             and blocks
             and canon.canonical(_header(a)) == canon.canonical(_header(b))
             and canon.canonical(_handlers(a)) == canon.canonical(_handlers(b))
@@ -118,6 +128,8 @@ def _equal(
                 for f in blocks
             ):
                 return False
+            continue
+        if same_type and ast.dump(a) == ast.dump(b):
             continue
         changed.append((a, b))
         if canon.canonical(a) != canon.canonical(b):
@@ -191,7 +203,9 @@ _GUARD = "assert_buffer_fits"
 
 def _drop_helper_imports(
     tree: ast.Module, helpers_module: str, guard_module: str | None = None
-) -> None:
+) -> ast.Module:
+    """``tree`` without the helpers' (and the guard's) imports; ``tree`` itself is
+    left as it was, so a caller may hand in a tree it keeps."""
     body = []
     for statement in tree.body:
         if not (isinstance(statement, ast.ImportFrom) and statement.level == 0):
@@ -203,12 +217,14 @@ def _drop_helper_imports(
         elif guard_module is not None and statement.module == guard_module:
             dropped = frozenset({_GUARD})
         if dropped:
-            statement.names = [
+            names = [
                 a
                 for a in statement.names
                 if not (a.asname is None and a.name in dropped)
             ]
-            if not statement.names:
+            if not names:
                 continue
+            statement = copy.copy(statement)
+            statement.names = names
         body.append(statement)
-    tree.body = body
+    return ast.Module(body, tree.type_ignores)

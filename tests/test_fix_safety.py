@@ -116,6 +116,27 @@ def test_a_call_left_without_its_import_is_refused(tmp_path, monkeypatch, capsys
     assert "without importing it" in capsys.readouterr().err
 
 
+def test_the_gate_reads_the_original_tree_it_is_given_and_keeps_it() -> None:
+    """fix parses the original once; the gate must not change that tree (a second
+    check against it would compare with a different program)."""
+    original = f"from {HELPERS} import draft_kv_indices_used_len, other\n" + MINIMAL
+    result = rewrite.rewrite_text(original, "m.py", Options(helpers_module=HELPERS))
+    kept, tree = result.parsed_original
+    assert kept == original
+    fresh = ast.dump(ast.parse(original), include_attributes=True)
+    assert ast.dump(tree, include_attributes=True) == fresh  # after the first gate
+    rewrite.check_written(original, result, Options(helpers_module=HELPERS))
+    assert ast.dump(tree, include_attributes=True) == fresh
+
+
+def test_a_tree_of_another_text_is_not_used_by_the_gate() -> None:
+    result = rewrite.rewrite_text(MINIMAL, "m.py", Options(helpers_module=HELPERS))
+    assert result.changed
+    other = MINIMAL.replace("return used, width", "return width, used")
+    with pytest.raises(rewrite.RewriteRefused):
+        rewrite.check_written(other, result, Options(helpers_module=HELPERS))
+
+
 # ---- the exact oracle -----------------------------------------------------------
 
 
