@@ -8,9 +8,10 @@ with the inline copies), interleaved in one run:
          on each of the four files (a subprocess too, so both sides pay for the
          interpreter start-up and the libcst import).
 
-Goal: ours <= 1.3x the floor. When ``draft-kv-lint fix`` is not available yet, both
-sides are timed in-process instead (``rewrite_text`` vs ``parse_module().code``),
-which leaves out start-up and imports, and the output says so.
+Goal: ours <= 0.6x the floor (issue 13). When ``draft-kv-lint fix`` is not
+available yet, both sides are timed in-process instead (``rewrite_text`` vs
+``parse_module().code``), which leaves out start-up and imports, and the output
+says so.
 
 Usage: python bench/bench_fix.py [--repeat N]
 """
