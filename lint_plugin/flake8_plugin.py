@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from lint_plugin import __version__
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
-from lint_plugin.noqa import review
+from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
 from lint_plugin.settings import DEFAULT_HELPERS_MODULE, Settings
@@ -74,7 +74,7 @@ class KviChecker:
             source = Source(text)
             for node in _statements_around(self.tree.body, rows, source):
                 findings += analyze(node, source, self.filename, rows, self.settings)
-        if not self.disable_noqa and (findings or "KVI" in text or "kvi" in text):
+        if not self.disable_noqa and (findings or may_hold_own_directive(text)):
             findings = review(findings, text, self.filename)
         for finding in findings:
             # flake8 wants 0-based columns and adds 1 itself.

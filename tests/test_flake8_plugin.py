@@ -189,3 +189,22 @@ def test_a_site_on_a_row_that_opens_a_string(tmp_path: Path, capsys, monkeypatch
     assert path.read_text().splitlines()[3].endswith('""")  # noqa: KVI001')
     assert main(["check", "--no-config", "backend.py"]) == 0
     assert flake8(path) == []
+
+
+@pytest.mark.parametrize("code", ["KVI001", "kvi001", "Kvi001", "kVI001"])
+def test_an_unused_directive_in_a_file_without_findings_in_any_case(
+    tmp_path: Path, capsys, code: str
+) -> None:
+    import json
+
+    from lint_plugin.cli import main
+
+    path = tmp_path / "plain.py"
+    path.write_text(f"x = 1  # noqa: {code}\n")
+    main(["check", "--no-config", "--output-format", "json", str(path)])
+    reported = [
+        (f["location"]["row"], f["location"]["column"], f["code"])
+        for f in json.loads(capsys.readouterr().out)
+    ]
+    assert reported == [(1, 8, "KVI100")]
+    assert flake8(path) == reported

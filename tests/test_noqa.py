@@ -202,3 +202,17 @@ def test_unused_codes_in_a_string_are_not_reported():
     assert review([], source, "a.py") == []
     unused = review([], "x = 1  # noqa: KVI001\n", "a.py")
     assert [f.code for f in unused] == ["KVI100"]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [*SPELLINGS, "# noqa: Kvi001", "# noqa: kVI002", "# ruff: noqa: kVi003"],
+)
+def test_the_byte_prefilter_never_hides_an_unused_directive(comment):
+    """``check`` skips KVI100 for a file without findings when its bytes cannot
+    hold a KVI directive: any code case counts (``Kvi001`` was missed)."""
+    from lint_plugin.noqa import may_hold_own_directive, review
+
+    for source in (f"x = 1  {comment}\n", f"{comment}\n"):
+        if review([], source, "a.py"):
+            assert may_hold_own_directive(source.encode()), source
