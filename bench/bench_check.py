@@ -12,7 +12,14 @@ Each case is a pair of subprocesses timed interleaved in one run:
       package (4,719 files; goal: <= 0.5x, and peak memory below ruff's);
   (f) the same with a warm cache (ruff still without its own);
   (d) ``flake8 --select KVI`` vs ``flake8 --select F401`` on 0.5.12.post1's
-      attention folder (goal: <= 1.05x).
+      attention folder (goal: <= 1.05x);
+  (g) a floor for (a): ``python -c`` that reads the four backends and runs
+      ``symtable`` on each (the whole-file syntax check a file with findings
+      needs, so that a file that does not compile gets E999, as in flake8, and
+      no findings; half the cost of ``ast.parse``) vs ``python -c pass``;
+  (h) a floor for (c): ``python -c`` that finds the package's files, reads each
+      and searches it for ``topk``, forking one worker per core as ``check``
+      does, vs ruff (the cost of reading, before any analysis).
 
 Cold (``--no-cache``) is what a commit that changed the files pays; warm is a run
 over files checked before (a re-run after a failed hook, ``--all-files``). The
@@ -22,7 +29,7 @@ Bytecode: a user's ``pip install`` compiles the package; these machines set
 PYTHONDONTWRITEBYTECODE=1, so ``--compile`` (the default) compiles it first and the
 script says when it found no bytecode.
 
-Usage: python bench/bench_check.py [--repeat N] [--cases aebcfd] [--no-compile]
+Usage: python bench/bench_check.py [--repeat N] [--cases aebcfdgh] [--no-compile]
 """
 
 from __future__ import annotations
@@ -51,6 +58,42 @@ from _timing import (
     time_command,
     tool,
 )
+
+# (g): what reporting on a file needs at the least, past start-up.
+SYNTAX_FLOOR = """\
+import sys, symtable
+for path in sys.argv[1:]:
+    with open(path, "rb") as handle:
+        symtable.symtable(handle.read().decode(), path, "exec")
+"""
+
+# (h): finding, reading and searching every file, one forked worker per core.
+READ_FLOOR = """\
+import os, sys
+paths, folders = [], [sys.argv[1]]
+while folders:
+    with os.scandir(folders.pop()) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.name.endswith(".py"):
+                paths.append(entry.path)
+workers = len(os.sched_getaffinity(0))
+children = []
+for index in range(1, workers):
+    pid = os.fork()
+    if pid == 0:
+        for path in paths[index::workers]:
+            with open(path, "rb") as handle:
+                b"topk" in handle.read()
+        os._exit(0)
+    children.append(pid)
+for path in paths[0::workers]:
+    with open(path, "rb") as handle:
+        b"topk" in handle.read()
+for pid in children:
+    os.waitpid(pid, 0)
+"""
 
 
 @dataclass(frozen=True)
@@ -144,6 +187,24 @@ def build_cases(keys: str, cache_dir: str) -> tuple[Path, list[Case]]:
             1.05,
             root,
         ),
+        Case(
+            "g",
+            "floor of (a): the four backends' whole-file syntax check (symtable) "
+            "vs python -c pass",
+            [sys.executable, "-c", SYNTAX_FLOOR, *backends],
+            [sys.executable, "-c", "pass"],
+            None,
+            root,
+        ),
+        Case(
+            "h",
+            f"floor of (c): find, read and search every file of {LATEST} "
+            "(one worker per core) vs ruff F401",
+            [sys.executable, "-c", READ_FLOOR, "sglang"],
+            [*ruff, "sglang"],
+            None,
+            latest,
+        ),
     ]
     return root, [case for case in cases if case.key in keys]
 
@@ -154,7 +215,10 @@ def run_case(case: Case, repeat: int) -> Row:
         # Warm-up: fills the page cache so the first timed run is not the cold
         # one; its output is kept to show the tool did real work.
         warm = probe(cmd, case.cwd)
-        shown = " ".join(Path(cmd[0]).name if i == 0 else a for i, a in enumerate(cmd))
+        shown = " ".join(
+            Path(a).name if i == 0 else "'<floor script>'" if "\n" in a else a
+            for i, a in enumerate(cmd)
+        )
         if len(shown) > 110:
             shown = shown[:107] + "..."
         print(f"  {side:6} $ {shown}")
@@ -188,9 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--cases",
-        default="aebcfd",
-        help="which cases to run, e.g. 'ac' (default aebcfd: e and f are a and c "
-        "with a warm cache)",
+        default="aebcfdgh",
+        help="which cases to run, e.g. 'ac' (default aebcfdgh: e and f are a and "
+        "c with a warm cache, g and h their floors)",
     )
     parser.add_argument(
         "--no-compile",
@@ -198,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="do not compile the package's bytecode first (a user's install has it)",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or not set(args.cases) <= set("abcdef") or not args.cases:
-        parser.error("--repeat must be >= 1 and --cases a subset of 'abcdef'")
+    if args.repeat < 1 or not set(args.cases) <= set("abcdefgh") or not args.cases:
+        parser.error("--repeat must be >= 1 and --cases a subset of 'abcdefgh'")
     with tempfile.TemporaryDirectory(prefix="draft-kv-lint-bench-") as cache_dir:
         try:
             root, cases = build_cases(args.cases, cache_dir)
