@@ -54,8 +54,8 @@ def _plain(lines: list[str], statements: Sequence[ast.stmt]) -> bool:
     previous_end = 0
     for statement in statements:
         first, last = statement.lineno, statement.end_lineno or statement.lineno
-        if first <= previous_end:
-            return False
+        # (A statement sharing its line with the one before fails that one's
+        # trailing test below.)
         for row in range(previous_end + 1, first):
             if not _BETWEEN.fullmatch(lines[row - 1]):
                 return False

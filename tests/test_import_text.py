@@ -115,6 +115,22 @@ def test_generated_headers_get_libcsts_import(text, names, module) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        # Among the package's imports, above other code: one blank line before it.
+        ("from M.a import y\nz = 1\nimport os\n", "from M.a import y\nfrom M.b import a\n\nz = 1\nimport os\n"),
+        ("from M.a import y\n\nz = 1\nimport os\n", "from M.a import y\nfrom M.b import a\n\nz = 1\nimport os\n"),
+        ("from M.a import y\n# c\nz = 1\nimport os\n", "from M.a import y\nfrom M.b import a\n\n# c\nz = 1\nimport os\n"),
+    ],
+)  # fmt: skip
+def test_examples_in_a_package(text: str, expected: str) -> None:
+    by_text, by_libcst = both_ways(text, {"a"}, "M.b")
+    assert by_text is not None
+    assert by_text == by_libcst
+    assert rewrite._add_imports(text, {"a"}, "M.b") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
         ("import os\n\nx = 1\n", "import os\nfrom M import a\n\nx = 1\n"),
         ('"""Doc."""\n', '"""Doc."""\n\nfrom M import a\n'),
         ("from M import b  # c\n", "from M import (a, b)  # c\n"),
