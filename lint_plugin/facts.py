@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 
 from lint_plugin.allocations import KERNEL as KERNEL  # the rules import it here
 from lint_plugin.allocations import is_draft_backend_class
@@ -166,6 +167,27 @@ def helper_names() -> dict[str, str]:
     from lint_plugin.formulas import HELPER_SLOTS
 
     return {name: name for name in HELPER_SLOTS}
+
+
+# `from <helpers module> import draft_kv_indices_used_len as used_len`: the other
+# names a file may call the helpers by, read from its text (any module: a
+# superset of the trusted imports the walk records).
+_HELPER_ALIAS = re.compile(r"\bdraft_kv_indices_\w+\s+as\s+(\w+)")
+
+
+def helper_aliases(text: str) -> tuple[str, ...]:
+    """Names ``text`` may import a helper under, besides the helpers' own."""
+    if "draft_kv_indices_" not in text:
+        return ()
+    found = set(_HELPER_ALIAS.findall(text))
+    return tuple(sorted(a for a in found if "draft_kv_indices_" not in a))
+
+
+def may_call_helper(text: str, aliases: tuple[str, ...] = ()) -> bool:
+    """Could ``text`` call a helper? A class that may is read whole by the fast
+    paths, as by a walk of the whole file: a call's ``self.`` arguments are read
+    through the attributes the class assigns (KVI004)."""
+    return "draft_kv_indices_" in text or any(alias in text for alias in aliases)
 
 
 @record(eq=False)

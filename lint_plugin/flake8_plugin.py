@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from lint_plugin import __version__
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
+from lint_plugin.facts import helper_aliases, helper_names, may_call_helper
 from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
@@ -68,12 +69,18 @@ class KviChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
-        rows = interesting_rows(text)
+        aliases = helper_aliases(text)
+        rows = interesting_rows(text, aliases)
         findings = []
         if rows:
             source = Source(text)
-            for node in _statements_around(self.tree.body, rows, source):
-                findings += analyze(node, source, self.filename, rows, self.settings)
+            # The names the helpers go by (trusted import aliases) hold for the
+            # statements after the import, as in a walk of the whole tree.
+            names = helper_names()
+            for node in _statements_around(self.tree.body, rows, source, aliases):
+                findings += analyze(
+                    node, source, self.filename, rows, self.settings, names
+                )
         if not self.disable_noqa and (findings or may_hold_own_directive(text)):
             findings = review(findings, text, self.filename)
         for finding in findings:
@@ -83,16 +90,16 @@ class KviChecker:
 
 
 def _statements_around(
-    body: list[ast.stmt], rows: list[int], source: Source
+    body: list[ast.stmt], rows: list[int], source: Source, aliases: tuple[str, ...]
 ) -> Iterator[ast.AST]:
+    """The statements holding ``rows``; a class only as a whole when ``check``
+    reads it whole too (a possible draft backend, or one calling a helper)."""
     for stmt in body:
         if not any(stmt.lineno <= row <= stmt.end_lineno for row in rows):
             continue
-        if (
-            isinstance(stmt, ast.ClassDef)
-            and not is_draft_backend_class(stmt.name)
-            and not may_be_draft_backend(source.segment(stmt))
-        ):
-            yield from _statements_around(stmt.body, rows, source)
-        else:
-            yield stmt
+        if isinstance(stmt, ast.ClassDef) and not is_draft_backend_class(stmt.name):
+            text = source.segment(stmt)
+            if not (may_be_draft_backend(text) or may_call_helper(text, aliases)):
+                yield from _statements_around(stmt.body, rows, source, aliases)
+                continue
+        yield stmt

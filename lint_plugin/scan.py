@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
+from lint_plugin.facts import helper_aliases, may_call_helper
 from lint_plugin.facts import helper_names as _helper_names
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
@@ -43,9 +44,23 @@ _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 _RECURSION_LIMIT = 20_000
 
 
-def interesting_rows(text: str) -> list[int]:
-    """1-based rows of ``text`` holding a word some finding needs."""
-    return rows_matching(_ROW_INTEREST, text)
+def interesting_rows(text: str, aliases: tuple[str, ...] = ()) -> list[int]:
+    """1-based rows of ``text`` holding a word some finding needs (``aliases``:
+    other names the file imports the helpers under, see ``helper_aliases``)."""
+    return rows_matching(_with_aliases(_ROW_INTEREST, aliases), text)
+
+
+def _with_aliases(pattern: re.Pattern[str], aliases: tuple[str, ...]):
+    """``pattern`` that also finds a helper called by one of its ``aliases``."""
+    if not aliases:
+        return pattern
+    words = "|".join(rf"\b{re.escape(alias)}\b" for alias in aliases)
+    return _compiled(f"{pattern.pattern}|{words}")
+
+
+@functools.lru_cache(maxsize=32)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 
 def check_source(
@@ -73,7 +88,8 @@ def check_source(
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     lines = text.split("\n")
-    regions = _regions(text, lines)
+    aliases = helper_aliases(text)
+    regions = _regions(text, lines, aliases)
     if regions is not None:
         findings: list[Finding] = []
         # The names the helpers go by (trusted import aliases) hold for the
@@ -82,7 +98,7 @@ def check_source(
         try:
             for start, end, indent in regions:
                 findings += _check_region(
-                    lines, start, end, indent, path, settings, helper_names
+                    lines, start, end, indent, path, settings, helper_names, aliases
                 )
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
@@ -100,7 +116,7 @@ def check_source(
         tree = _parse(text, path)
     except SyntaxError as exc:
         return [_syntax_error(exc, path)]
-    return analyze(tree, Source(text), path, interesting_rows(text), settings)
+    return analyze(tree, Source(text), path, interesting_rows(text, aliases), settings)
 
 
 def _check_region(
@@ -111,6 +127,7 @@ def _check_region(
     path,
     settings: Settings,
     helper_names: dict[str, str],
+    aliases: tuple[str, ...],
 ) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
@@ -122,19 +139,22 @@ def _check_region(
         tree,
         Source(snippet, start),
         path,
-        interesting_rows(snippet),
+        interesting_rows(snippet, aliases),
         settings,
         helper_names,
     )
 
 
-def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
+def _regions(
+    text: str, lines: list[str], aliases: tuple[str, ...] = ()
+) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
     strings = _StringSpans(text)
-    layout = _Layout(text, lines, strings)
+    layout = _Layout(text, lines, strings, aliases)
+    second_role = _with_aliases(_SECOND_ROLE, aliases)
     spans: list[tuple[int, int]] = []
     row = counted = 0
-    for match in _INTEREST_TEXT.finditer(text):
+    for match in _with_aliases(_INTEREST_TEXT, aliases).finditer(text):
         row += text.count("\n", counted, match.start())
         counted = match.start()
         if strings.holds(match.start()):
@@ -155,12 +175,12 @@ def _regions(text: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
     for start, end in spans:
         block = _BLOCK.match(lines[start].lstrip())
         text = "\n".join(lines[start:end])
-        is_draft = (
+        whole_class = (
             block
             and block.group(1) == "class"
-            and layout.may_be_draft(start, block.group(2))
+            and layout.read_whole(start, block.group(2))
         )
-        if not is_draft and not _SECOND_ROLE.search(text):
+        if not whole_class and not second_role.search(text):
             continue
         regions.append((start, end, _indent(lines[start]) > 0))
     return regions
@@ -177,9 +197,16 @@ class _Layout:
     """Where the blocks of one file start and end, found with C-speed searches:
     the def and class lines once, a block's end by one regex search."""
 
-    def __init__(self, text: str, lines: list[str], strings: _StringSpans) -> None:
+    def __init__(
+        self,
+        text: str,
+        lines: list[str],
+        strings: _StringSpans,
+        aliases: tuple[str, ...] = (),
+    ) -> None:
         self.text = text
         self.lines = lines
+        self.aliases = aliases
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
         for match in _BLOCK_WORD.finditer(text):
@@ -196,7 +223,7 @@ class _Layout:
             self.blocks.append((row, indent, match.group(1), match.group(2)))
         self._block_rows = [block[0] for block in self.blocks]
         self._offsets: list[int] | None = None
-        self._draft_rows: dict[int, bool] = {}
+        self._whole_rows: dict[int, bool] = {}
 
     def region(self, row: int) -> tuple[int, int] | None:
         """The draft class holding ``row``, else the outermost def around it, else
@@ -207,7 +234,7 @@ class _Layout:
             if start <= row < end:
                 return start, end
         # Module-level code, or a layout the block lines misread: go line by line.
-        start = _region_start(self.lines, row, self.may_be_draft)
+        start = _region_start(self.lines, row, self.read_whole)
         return None if start is None else (start, self.block_end(start))
 
     def _enclosing_block(self, row: int) -> int | None:
@@ -223,7 +250,7 @@ class _Layout:
                 threshold = indent
             if kind == "def":
                 outermost_def = block_row
-            elif self.may_be_draft(block_row, name):
+            elif self.read_whole(block_row, name):
                 return block_row
             elif outermost_def is None:
                 return None
@@ -231,15 +258,20 @@ class _Layout:
                 break
         return outermost_def
 
-    def may_be_draft(self, row: int, name: str) -> bool:
+    def read_whole(self, row: int, name: str) -> bool:
+        """Is the class at ``row`` read whole: it may be a draft backend (KVI003
+        reads its allocations through every assignment), or may call a helper
+        (KVI004 reads a call's ``self.`` arguments through the class)?"""
         if is_draft_backend_class(name):
             return True
-        if row not in self._draft_rows:
+        if row not in self._whole_rows:
             end = self.block_end(row)
             offsets = self._offsets
             text = self.text[offsets[row] + row : offsets[end] + end]
-            self._draft_rows[row] = may_be_draft_backend(text)
-        return self._draft_rows[row]
+            self._whole_rows[row] = may_be_draft_backend(text) or may_call_helper(
+                text, self.aliases
+            )
+        return self._whole_rows[row]
 
     def block_end(self, start: int) -> int:
         """The first row after ``start`` indented no deeper than it (blank lines,
@@ -361,7 +393,7 @@ def _block_end_pattern(indent: int) -> re.Pattern[str]:
 
 
 def _region_start(
-    lines: list[str], row: int, may_be_draft: Callable[[int, str], bool]
+    lines: list[str], row: int, read_whole: Callable[[int, str], bool]
 ) -> int | None:
     """Line by line: the draft class holding ``row``, else the outermost def around
     it, else the class-body or module-level statement it belongs to. Only the
@@ -375,7 +407,7 @@ def _region_start(
     if block:
         if block.group(1) == "def":
             outermost_def = row
-        elif may_be_draft(row, block.group(2)):
+        elif read_whole(row, block.group(2)):
             return row
     for k in range(row - 1, -1, -1) if threshold else ():
         line = lines[k]
@@ -388,7 +420,7 @@ def _region_start(
         threshold = indent
         block = _BLOCK.match(stripped)
         if block and block.group(1) == "class":
-            if may_be_draft(k, block.group(2)):
+            if read_whole(k, block.group(2)):
                 return k
             if outermost_def is None:
                 return statement  # the statement in the class body
