@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from lint_plugin.analysis import analyze
 from lint_plugin.flake8_plugin import KviChecker
 from lint_plugin.scan import check_source
+from lint_plugin.settings import Settings
 from lint_plugin.source import Source
 
 MODULE = "sglang.srt.speculative.spec_utils"
@@ -137,3 +138,86 @@ def test_fast_path_flake8_and_whole_walk_agree(text: str) -> None:
     assert flake8_findings(text) == sorted((f.row, f.column, f.code) for f in whole), (
         text
     )
+
+
+GUARDS = [
+    "",
+    "assert {used}(seq_lens_sum, self.topk, bs, self.speculative_num_steps)"
+    " <= kv_indices_buffer.shape[1]",
+    "assert_buffer_fits({used}(seq_lens_sum, self.topk, bs,"
+    " self.speculative_num_steps), kv_indices_buffer.shape[1], 'x')",
+    "required = {used}(seq_lens_sum, self.topk, bs, self.speculative_num_steps)\n"
+    "if required > kv_indices_buffer.shape[1]:\n    raise RuntimeError('small')",
+    "assert {used}(seq_lens_sum, self.topk, bs, 1) <= kv_indices_buffer.shape[1]",
+    "used = seq_lens_sum * self.topk + bs * self.speculative_num_steps\n"
+    "assert used <= kv_indices_buffer.shape[1]",
+]
+KEEPS = [
+    "self.topk = topk",
+    "self.speculative_num_steps = num_steps",
+    "self.page_size = 1",
+]
+# Upstream's launch: the buffer is the fourth argument.
+LAUNCH = (
+    "{kernel}[(self.speculative_num_steps, bs, {topk})](\n"
+    "    forward_batch.req_pool_indices, self.req_to_token, forward_batch.seq_lens,\n"
+    "    kv_indices_buffer, self.kv_indptr, forward_batch.positions, self.pool_len,\n"
+    "    kv_indices_buffer.shape[1], self.kv_indptr.shape[1], bs,\n"
+    "    self.speculative_num_steps, bs, self.page_size,\n"
+    ")"
+)
+
+
+@st.composite
+def launches(draw) -> str:
+    name = draw(st.sampled_from(sorted(IMPORTS)))
+    header, used, _ = IMPORTS[name]
+    guard = draw(st.sampled_from(GUARDS)).format(used=used)
+    kernel = draw(
+        st.sampled_from(
+            [
+                "generate_draft_decode_kv_indices",
+                "self.generate_draft_decode_kv_indices",
+            ]
+        )
+    )
+    keeps = draw(st.lists(st.sampled_from(KEEPS), min_size=1, max_size=3))
+    body = [
+        "bs = forward_batch.batch_size",
+        "seq_lens_sum = forward_batch.seq_lens_sum",
+        *guard.split("\n"),
+        *LAUNCH.format(
+            kernel=kernel, topk=draw(st.sampled_from(["self.topk", "1"]))
+        ).split("\n"),
+    ]
+    cls = draw(st.sampled_from(CLASSES))
+    return (
+        "from sglang.srt.layers.attention.utils import assert_buffer_fits\n"
+        + header
+        + f"\n\nclass {cls}:\n"
+        + "    def __init__(self, topk, num_steps):\n"
+        + "".join(f"        {line}\n" for line in keeps)
+        + "\n    def common_template(self, forward_batch, kv_indices_buffer):\n"
+        + "".join(f"        {line}\n" for line in body if line)
+    )
+
+
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(launches())
+def test_the_opt_in_launch_rule_agrees_on_every_path(text: str) -> None:
+    opted = Settings(opt_in=frozenset({"KVI006"}))
+    whole = analyze(ast.parse(text), Source(text), "gen.py", None, opted)
+    fast = check_source(text.encode(), "gen.py", opted)
+    assert key(fast) == key(whole), text
+    default = KviChecker.settings
+    KviChecker.settings = opted  # what `flake8 --extend-select KVI006` sets
+    try:
+        assert flake8_findings(text) == sorted(
+            (f.row, f.column, f.code) for f in whole
+        ), text
+    finally:
+        KviChecker.settings = default
