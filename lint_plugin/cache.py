@@ -143,7 +143,7 @@ class Cache:
                     _write_new(os.path.join(self.root, "CACHEDIR.TAG"), _TAG)
                 if not os.path.isdir(self.folder):
                     if _is_ours(self.root):
-                        _remove_other_builds(self.root)
+                        _remove_builds(self.root)
                     os.makedirs(self.folder, exist_ok=True)
                     _write_new(os.path.join(self.folder, _BUILD_MARKER), _MAGIC)
                 self._writable = True
@@ -178,14 +178,15 @@ def _is_ours(root: str) -> bool:
         return False
 
 
-def _remove_other_builds(root: str) -> None:
-    """A new build of the tool starts its own folder: the others' answers can
-    never be read again (the key names the build), so they go; only folders that
-    carry this tool's build marker, and never through a link."""
+def _remove_builds(root: str) -> int:
+    """Remove the build folders in ``root`` (a new build of the tool starts its
+    own: the others' answers can never be read again, the key names the build);
+    only folders that carry this tool's build marker, and never through a link.
+    How many were removed."""
     try:
         names = os.listdir(root)
     except OSError:
-        return
+        return 0
     stale = []
     for name in names:
         folder = os.path.join(root, name)
@@ -202,21 +203,46 @@ def _remove_other_builds(root: str) -> None:
 
         for folder in stale:
             shutil.rmtree(folder, ignore_errors=True)
+    return len(stale)
+
+
+def clean(folder: str) -> str:
+    """``draft-kv-lint clean``: remove the cache at ``folder`` and say what was
+    done. A folder this tool made (its CACHEDIR.TAG) goes whole; in any other
+    (``--cache-dir .``) only the build folders carrying the tool's marker do.
+    Raises OSError when a folder cannot be removed."""
+    if not os.path.lexists(folder):
+        return f"no cache at {folder}"
+    if os.path.islink(folder) or not os.path.isdir(folder):
+        return f"{folder} is not a cache folder, left alone"
+    if _is_ours(folder):
+        import shutil
+
+        shutil.rmtree(folder)
+        return f"removed {folder}"
+    removed = _remove_builds(folder)
+    return (
+        f"removed {removed} cache build folder(s) from {folder} "
+        "(the folder itself was not made by draft-kv-lint)"
+    )
 
 
 def cache_for(
     option: str | None, project_root: str, settings: Settings
 ) -> Cache | None:
-    """The run's cache, or None when the environment turns it off. The folder:
-    ``--cache-dir``, else the environment's, else one in the project root."""
+    """The run's cache, or None when the environment turns it off."""
     if os.environ.get(NO_CACHE_VARIABLE, "").lower() not in ("", "0", "false"):
         return None
-    folder = (
+    return Cache(cache_folder(option, project_root), settings)
+
+
+def cache_folder(option: str | None, project_root: str) -> str:
+    """``--cache-dir``, else the environment's, else one in the project root."""
+    return (
         option
         or os.environ.get(CACHE_DIR_VARIABLE)
         or os.path.join(project_root, FOLDER_NAME)
     )
-    return Cache(folder, settings)
 
 
 # ---- the entry format -------------------------------------------------------

@@ -600,6 +600,42 @@ def _settings(args: argparse.Namespace, plan: Plan):
     )
 
 
+# --- clean ------------------------------------------------------------------------
+
+
+def _add_clean_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "clean",
+        help="remove the cache check keeps",
+        description=(
+            "Remove check's cache: .draft_kv_lint_cache in the project root (the "
+            "folder of the configuration that governs the current folder, else "
+            "the current folder), or --cache-dir / DRAFT_KV_LINT_CACHE_DIR. Answers "
+            "for every version of every file checked accumulate there until then."
+        ),
+    )
+    parser.add_argument("--cache-dir", metavar="DIR", help="the cache folder to remove")
+    parser.set_defaults(handler=run_clean)
+
+
+def run_clean(args: argparse.Namespace) -> int:
+    from lint_plugin.cache import cache_folder, clean
+    from lint_plugin.config import ConfigError, ConfigResolver
+
+    try:
+        root = ConfigResolver().for_path(".").root
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    folder = cache_folder(args.cache_dir, root)
+    try:
+        said = clean(folder)
+    except OSError as error:
+        _error(f"{folder}: cannot remove: {error.strerror or error}")
+        return 1
+    print(f"{PROG} clean: {said}", file=sys.stderr)
+    return 0
+
+
 # --- rule -------------------------------------------------------------------------
 
 
@@ -728,6 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_fix_parser(subparsers)
     _add_rule_parser(subparsers)
     add_prove_parser(subparsers)
+    _add_clean_parser(subparsers)
     _SUBPARSERS.clear()
     _SUBPARSERS.update(subparsers.choices)
     return parser

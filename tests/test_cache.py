@@ -315,6 +315,49 @@ def test_where_the_cache_lives(tmp_path, run, monkeypatch) -> None:
     assert len(entries(tmp_path / "option")) == 1
 
 
+def test_clean_removes_the_projects_cache(tmp_path, run, monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.draft-kv-lint]\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "a.py").write_text(KVI001)
+    monkeypatch.chdir(sub)
+    run("check", "a.py")
+    assert (tmp_path / ".draft_kv_lint_cache").is_dir()
+    result = run("clean")
+    assert (result.status, result.out) == (0, "")
+    assert "removed" in result.err
+    assert not (tmp_path / ".draft_kv_lint_cache").exists()
+    again = run("clean")
+    assert again.status == 0 and "no cache at" in again.err
+
+
+def test_clean_in_a_folder_it_did_not_make_removes_only_its_builds(
+    tmp_path, run
+) -> None:
+    """`--cache-dir .`: the project's own files and unmarked folders stay."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text(KVI001)
+    lookalike = project / ("3" * 40)  # a build's name, without the marker
+    lookalike.mkdir()
+    run("check", "--cache-dir", str(project), str(project / "a.py"))
+    assert len(entries(project)) == 1
+    result = run("clean", "--cache-dir", str(project))
+    assert result.status == 0 and "removed 1 cache build folder" in result.err
+    assert sorted(p.name for p in project.iterdir()) == ["3" * 40, "a.py"]
+
+
+def test_clean_leaves_a_link_alone(tmp_path, run) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep").write_text("x\n")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    result = run("clean", "--cache-dir", str(link))
+    assert result.status == 0 and "left alone" in result.err
+    assert (target / "keep").exists() and link.is_symlink()
+
+
 def test_a_parallel_run_fills_and_reads_the_cache(tmp_path, run, monkeypatch) -> None:
     for index in range(300):  # enough files for check to fork a second worker
         (tmp_path / f"m{index:03}.py").write_text(KVI001)
