@@ -54,6 +54,10 @@ TABLE = [
     (["fix", "--diff", "broken.py"], 1),
     (["fix", "missing.py"], 1),
     (["fix", "--diff", "--check", "site.py"], 2),
+    # clean
+    (["clean"], 0),
+    (["clean", "--cache-dir", "clean.py"], 0),  # not a folder: left alone
+    (["clean", "--no-such-option"], 2),
     # rule
     (["rule", "KVI001"], 0),
     (["rule", "KVI999"], 2),
