@@ -156,29 +156,38 @@ def _inserted(
 
 
 def _insertion_index(statements: Sequence[ast.stmt], module: str) -> int:
-    """As :func:`lint_plugin.imports._insertion_index`, over ``ast`` statements."""
+    entries = []
+    for statement in statements:
+        absolute = None
+        if isinstance(statement, ast.ImportFrom) and not statement.level:
+            absolute = statement.module
+        entries.append((isinstance(statement, (ast.Import, ast.ImportFrom)), absolute))
+    return insertion_index(entries, _is_docstring(statements[0]), module)
+
+
+def insertion_index(
+    entries: Sequence[tuple[bool, str | None]], docstring_first: bool, module: str
+) -> int:
+    """Where a new ``from module import ...`` goes among a module's top-level
+    statements, each given as (is an import, the module of an absolute ``from``
+    import or None): in isort's order among the imports of the same top-level
+    package, else after the last import, else after the docstring."""
     package = module.split(".")[0]
     key = module.lower()
     last_import = same_package_after = None
-    for index, statement in enumerate(statements):
-        if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+    for index, (is_import, absolute) in enumerate(entries):
+        if not is_import:
             continue
         last_import = index
-        if (
-            isinstance(statement, ast.ImportFrom)
-            and statement.module
-            and not statement.level
-        ):
-            name = statement.module
-            if name.split(".")[0] == package:
-                if name.lower() > key:
-                    return index
-                same_package_after = index + 1
+        if absolute and absolute.split(".")[0] == package:
+            if absolute.lower() > key:
+                return index
+            same_package_after = index + 1
     if same_package_after is not None:
         return same_package_after
     if last_import is not None:
         return last_import + 1
-    return 1 if _is_docstring(statements[0]) else 0
+    return 1 if docstring_first else 0
 
 
 def _is_docstring(statement: ast.stmt) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from lint_plugin.import_text import isort_name_key
+from lint_plugin.import_text import insertion_index, isort_name_key
 
 
 def ensure_imported(
@@ -126,31 +126,15 @@ def _existing_import(body, helpers_module):
 
 
 def _insertion_index(body, helpers_module: str) -> int:
-    package = helpers_module.split(".")[0]
-    key = helpers_module.lower()
-    last_import = same_package_after = None
-    for index, line in enumerate(body):
-        if not isinstance(line, cst.SimpleStatementLine):
-            continue
-        node = line.body[0]
-        if not isinstance(node, (cst.Import, cst.ImportFrom)):
-            continue
-        last_import = index
+    entries = []
+    for line in body:
+        node = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
+        absolute = None
         if isinstance(node, cst.ImportFrom) and node.module and not node.relative:
-            name = _dotted(node.module)
-            if name.split(".")[0] == package:
-                if name.lower() > key:
-                    return index
-                same_package_after = index + 1
-    if same_package_after is not None:
-        return same_package_after
-    if last_import is not None:
-        return last_import + 1
-    return _after_docstring_and_future(body)
-
-
-def _after_docstring_and_future(body) -> int:
-    return 1 if body and _is_docstring(body[0]) else 0
+            absolute = _dotted(node.module)
+        entries.append((isinstance(node, (cst.Import, cst.ImportFrom)), absolute))
+    docstring_first = bool(body) and _is_docstring(body[0])
+    return insertion_index(entries, docstring_first, helpers_module)
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:
