@@ -671,7 +671,7 @@ def run_rule(args: argparse.Namespace) -> int:
 def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "fix",
-        help="rewrite inline formulas into helper calls (libcst codemod)",
+        help="rewrite inline formulas into helper calls (a codemod)",
         description=(
             "Rewrite KVI001/KVI002 sites into draft_kv_indices_used_len / "
             "draft_kv_indices_buffer_width calls and import them; with "
