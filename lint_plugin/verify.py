@@ -217,11 +217,16 @@ def _drop_helper_imports(
         elif guard_module is not None and statement.module == guard_module:
             dropped = frozenset({_GUARD})
         if dropped:
-            names = [
-                a
-                for a in statement.names
-                if not (a.asname is None and a.name in dropped)
-            ]
+            # The order of the names left (aliases: `... as used_len`) is no part
+            # of the program: merging the helpers in sorts them.
+            names = sorted(
+                (
+                    a
+                    for a in statement.names
+                    if not (a.asname is None and a.name in dropped)
+                ),
+                key=lambda a: (a.name, a.asname or ""),
+            )
             if not names:
                 continue
             statement = copy.copy(statement)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from lint_plugin.analysis import analyze
 from lint_plugin.flake8_plugin import KviChecker
+from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.scan import check_source
 from lint_plugin.settings import Settings
 from lint_plugin.source import Source
@@ -221,3 +222,25 @@ def test_the_opt_in_launch_rule_agrees_on_every_path(text: str) -> None:
         ), text
     finally:
         KviChecker.settings = default
+
+
+@settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(programs(), st.booleans())
+def test_fix_rewrites_them_all_once(text: str, unsafe: bool) -> None:
+    """Imported under aliases or not, every generated program is rewritten (never
+    refused: merging the helpers into an import of aliases used to reorder it,
+    and the gate took that for another program), leaves no inline formula, and
+    a second run changes nothing."""
+    options = Options(unsafe_fixes=unsafe)
+    first = rewrite_text(text, "gen.py", options)
+    left = [
+        f.code
+        for f in check_source(first.text.encode(), "gen.py")
+        if f.code in ("KVI001", "KVI002")
+    ]
+    assert left == [], first.text
+    assert not rewrite_text(first.text, "gen.py", options).changed, first.text
