@@ -3,8 +3,10 @@ byte, on every header it does not leave to libcst; and it leaves few."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
+import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,9 @@ from hypothesis import strategies as st
 from lint_plugin import rewrite
 from lint_plugin.import_text import add_import
 from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE
+
+# hypothesmith compiles what it generates; its SyntaxWarnings are about that code.
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 
 USED, WIDTH = "draft_kv_indices_used_len", "draft_kv_indices_buffer_width"
 HELPERS = {USED, WIDTH}
@@ -197,3 +202,50 @@ def test_every_backend_and_worker_of_the_latest_release(latest_package) -> None:
                 checked += 1
     assert checked > 200
     assert declined < checked // 10
+
+
+def full_header_cut(text: str) -> int:
+    """The header's end from a parse of the whole text (what _header shortcuts)."""
+    from lint_plugin.edits import header_last_row, line_starts
+
+    last = header_last_row(ast.parse(text))
+    if last == 0:
+        opening = rewrite._OPENING_COMMENTS.match(text)
+        return opening.end() if opening else 0
+    starts = line_starts(text)
+    return starts[last] if last < len(starts) else len(text)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(hypothesmith.from_grammar())
+def test_the_header_found_from_a_prefix_is_the_whole_parses(text: str) -> None:
+    """_header parses only the text above the first top-level def or class."""
+    assert rewrite._header(text)[0] == full_header_cut(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'x = """\ndef not_a_def():\n"""\nimport a\n\ndef f(): ...\n',
+        "import a\n@deco\nclass C: ...\nimport b\n",
+        "import a\nx = f(\n1)\ndef g(): ...\n",
+        "s = 'a\\\ndef f'\nimport a\ndef g(): ...\n",
+        "import a\nasync def f(): ...\nimport b\n",
+    ],
+)
+def test_the_header_found_from_a_prefix_on_tricky_layouts(text: str) -> None:
+    assert rewrite._header(text)[0] == full_header_cut(text)
+
+
+def test_the_header_of_every_file_of_the_latest_release(latest_package) -> None:
+    checked = 0
+    for folder in ("srt/layers/attention", "srt/speculative"):
+        for path in sorted((Path(latest_package) / folder).rglob("*.py")):
+            text = path.read_text()
+            assert rewrite._header(text)[0] == full_header_cut(text), path
+            checked += 1
+    assert checked > 100
