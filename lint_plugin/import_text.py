@@ -45,7 +45,29 @@ def add_import(
     if existing is not None:
         merged = _merged(lines, existing, wanted)
         return None if merged is None else (merged, last_is_import)
-    return _inserted(lines, statements, wanted, module)
+    aliased = [
+        (index, statement.names[0].name, statement.names[0].asname is not None)
+        for index, statement in _imports_of(statements, module)
+    ]
+    if aliased:
+        index = next_to_aliased_imports(aliased, wanted[0])
+    else:
+        index = _insertion_index(statements, module)
+    return _inserted(lines, statements, wanted, module, index)
+
+
+def next_to_aliased_imports(
+    imports: Sequence[tuple[int, str, bool]], first_name: str
+) -> int:
+    """Where a new ``from module import first_name, ...`` goes when the module's
+    only imports (index, first name, whether that name has an ``as``) each hold
+    an ``as`` name: as isort orders one module's statements, by first name, a
+    plain one before an ``as`` one of the same name."""
+    new_key = (isort_name_key(first_name), False)
+    for index, name, has_as in imports:
+        if new_key < (isort_name_key(name), has_as):
+            return index
+    return imports[-1][0] + 1
 
 
 def _plain(lines: list[str], statements: Sequence[ast.stmt]) -> bool:
@@ -89,16 +111,27 @@ def _bound_names(statements: Sequence[ast.stmt]) -> set[str]:
     return bound
 
 
+def _imports_of(
+    statements: Sequence[ast.stmt], module: str
+) -> list[tuple[int, ast.ImportFrom]]:
+    """The top-level ``from module import ...`` statements (no star), by index."""
+    return [
+        (index, statement)
+        for index, statement in enumerate(statements)
+        if isinstance(statement, ast.ImportFrom)
+        and statement.level == 0
+        and statement.module == module
+        and statement.names[0].name != "*"
+    ]
+
+
 def _existing_import(
     statements: Sequence[ast.stmt], module: str
 ) -> ast.ImportFrom | None:
-    for statement in statements:
-        if (
-            isinstance(statement, ast.ImportFrom)
-            and statement.level == 0
-            and statement.module == module
-            and statement.names[0].name != "*"
-        ):
+    """The import the names are merged into: the first of the module's without
+    an ``as`` name (isort keeps ``as`` imports apart)."""
+    for _, statement in _imports_of(statements, module):
+        if all(alias.asname is None for alias in statement.names):
             return statement
     return None
 
@@ -126,10 +159,13 @@ def _merged(lines: list[str], node: ast.ImportFrom, wanted: list[str]) -> str | 
 
 
 def _inserted(
-    lines: list[str], statements: Sequence[ast.stmt], wanted: list[str], module: str
+    lines: list[str],
+    statements: Sequence[ast.stmt],
+    wanted: list[str],
+    module: str,
+    index: int,
 ) -> tuple[str, bool]:
     new = [f"from {module} import {', '.join(wanted)}"]
-    index = _insertion_index(statements, module)
     if index == 1 and _is_docstring(statements[0]):
         new.insert(0, "")  # black and ruff format keep a blank line after it
     if index == len(statements):

@@ -1,10 +1,12 @@
 """Making the helpers importable after a rewrite, the way isort (black profile) would.
 
 Chosen behaviour: names go into an existing module-level
-``from <helpers-module> import ...`` (kept sorted as isort orders names; when
-comments sit among its names, a second import right below it instead, so that
-none is lost); without
-one, a new ``from`` import is placed among the module-level imports of the same
+``from <helpers-module> import ...`` without ``as`` names (kept sorted as isort
+orders names; when comments sit among its names, a second import right below it
+instead, so that none is lost). When the module's imports all hold ``as`` names
+(``... import draft_kv_indices_used_len as used_len``), which isort keeps apart,
+the names get an import of their own beside them, in isort's order. Without any,
+a new ``from`` import is placed among the module-level imports of the same
 top-level package in isort's order, or after the last module-level import. A
 function-local import of the module (sglang has them, e.g. in ``__init__``) is
 left alone: it only serves its function, while rewrites land in other methods,
@@ -17,7 +19,11 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from lint_plugin.import_text import insertion_index, isort_name_key
+from lint_plugin.import_text import (
+    insertion_index,
+    isort_name_key,
+    next_to_aliased_imports,
+)
 
 
 def ensure_imported(
@@ -53,7 +59,14 @@ def ensure_imported(
     statement = cst.parse_statement(
         f"from {helpers_module} import {', '.join(wanted)}\n"
     )
-    index = _insertion_index(body, helpers_module)
+    aliased = [
+        (index, _alias_name(node.names[0]), node.names[0].asname is not None)
+        for index, node in _imports_of(body, helpers_module)
+    ]
+    if aliased:
+        index = next_to_aliased_imports(aliased, wanted[0])
+    else:
+        index = _insertion_index(body, helpers_module)
     if index == 1 and _is_docstring(body[0]):
         # black and ruff format keep one blank line after a module docstring.
         statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
@@ -109,7 +122,9 @@ def _module_level_names(module: cst.Module) -> set[str]:
     return names
 
 
-def _existing_import(body, helpers_module):
+def _imports_of(body, helpers_module: str) -> list[tuple[int, cst.ImportFrom]]:
+    """The top-level ``from helpers_module import ...`` statements (no star)."""
+    found = []
     for index, line in enumerate(body):
         if not isinstance(line, cst.SimpleStatementLine):
             continue
@@ -121,7 +136,16 @@ def _existing_import(body, helpers_module):
             and _dotted(node.module) == helpers_module
             and not isinstance(node.names, cst.ImportStar)
         ):
-            return index, line, node
+            found.append((index, node))
+    return found
+
+
+def _existing_import(body, helpers_module):
+    """The import the names are merged into: the first of the module's without
+    an ``as`` name (isort keeps ``as`` imports apart)."""
+    for index, node in _imports_of(body, helpers_module):
+        if all(alias.asname is None for alias in node.names):
+            return index, body[index], node
     return None
 
 

@@ -249,3 +249,41 @@ def test_the_header_of_every_file_of_the_latest_release(latest_package) -> None:
             assert rewrite._header(text)[0] == full_header_cut(text), path
             checked += 1
     assert checked > 100
+
+
+ALIASED = [
+    f"from {DEFAULT_HELPERS_MODULE} import {USED} as used_len\n",
+    f"from {DEFAULT_HELPERS_MODULE} import {WIDTH} as width_of\n",
+    # isort's own shape: one statement per `as` name.
+    f"from {DEFAULT_HELPERS_MODULE} import (\n    {WIDTH} as w,\n)\n"
+    f"from {DEFAULT_HELPERS_MODULE} import (\n    {USED} as used_len,\n)\n",
+]
+SITES = (
+    "\n\nclass XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i, max_bs):\n"
+    "        a = seq_lens_sum * self.topk + bs * (i + 1)\n"
+    "        return a, max_bs * self.topk * self.max_context_len\n"
+)
+
+
+@pytest.mark.parametrize("header", ALIASED)
+def test_helpers_imported_under_aliases_get_an_import_isort_keeps(
+    header: str, tmp_path: Path
+) -> None:
+    """An import of ``as`` names is not merged into (isort keeps those apart):
+    the helpers get their own import, where ruff's isort orders it."""
+    import subprocess
+
+    from lint_plugin.formatting import _ruff
+    from lint_plugin.rewrite import Options, rewrite_text
+
+    rewritten = rewrite_text(header + SITES, "m.py", Options()).text
+    assert header in rewritten  # the aliases' import is left as it was
+    path = tmp_path / "m.py"
+    path.write_text(rewritten)
+    isort = subprocess.run(
+        [_ruff(), "check", "--isolated", "--select", "I", "--diff", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert isort.returncode == 0, isort.stdout + isort.stderr
