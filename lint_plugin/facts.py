@@ -19,7 +19,7 @@ import bisect
 import re
 
 from lint_plugin.allocations import KERNEL as KERNEL  # the rules import it here
-from lint_plugin.allocations import is_draft_backend_class
+from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 
@@ -183,11 +183,19 @@ def helper_aliases(text: str) -> tuple[str, ...]:
     return tuple(sorted(a for a in found if "draft_kv_indices_" not in a))
 
 
-def may_call_helper(text: str, aliases: tuple[str, ...] = ()) -> bool:
-    """Could ``text`` call a helper? A class that may is read whole by the fast
-    paths, as by a walk of the whole file: a call's ``self.`` arguments are read
-    through the attributes the class assigns (KVI004)."""
-    return "draft_kv_indices_" in text or any(alias in text for alias in aliases)
+def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
+    """Is the class ``name`` (its source ``text``) read whole by the fast paths
+    (check's regions, the flake8 plugin), as by a walk of the whole file? When it
+    may be a draft backend (KVI003 reads its allocations through every
+    assignment), or may call a helper (KVI004 reads a call's ``self.``
+    arguments through the attributes the class assigns); ``aliases``: see
+    ``helper_aliases``."""
+    return (
+        is_draft_backend_class(name)
+        or may_be_draft_backend(text)
+        or "draft_kv_indices_" in text
+        or any(alias in text for alias in aliases)
+    )
 
 
 @record(eq=False)

@@ -19,9 +19,8 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
-from lint_plugin.facts import helper_aliases, helper_names, may_call_helper
+from lint_plugin.facts import helper_aliases, helper_names, read_whole
 from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
@@ -97,9 +96,9 @@ def _statements_around(
     for stmt in body:
         if not any(stmt.lineno <= row <= stmt.end_lineno for row in rows):
             continue
-        if isinstance(stmt, ast.ClassDef) and not is_draft_backend_class(stmt.name):
-            text = source.segment(stmt)
-            if not (may_be_draft_backend(text) or may_call_helper(text, aliases)):
-                yield from _statements_around(stmt.body, rows, source, aliases)
-                continue
-        yield stmt
+        if isinstance(stmt, ast.ClassDef) and not read_whole(
+            stmt.name, source.segment(stmt), aliases
+        ):
+            yield from _statements_around(stmt.body, rows, source, aliases)
+        else:
+            yield stmt

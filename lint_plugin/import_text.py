@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 # What may follow a statement on its last line.
 _TRAILING = re.compile(r"[ \t]*(?:#.*)?")
@@ -45,29 +46,8 @@ def add_import(
     if existing is not None:
         merged = _merged(lines, existing, wanted)
         return None if merged is None else (merged, last_is_import)
-    aliased = [
-        (index, statement.names[0].name, statement.names[0].asname is not None)
-        for index, statement in _imports_of(statements, module)
-    ]
-    if aliased:
-        index = next_to_aliased_imports(aliased, wanted[0])
-    else:
-        index = _insertion_index(statements, module)
+    index = _insertion_index(statements, module, wanted[0])
     return _inserted(lines, statements, wanted, module, index)
-
-
-def next_to_aliased_imports(
-    imports: Sequence[tuple[int, str, bool]], first_name: str
-) -> int:
-    """Where a new ``from module import first_name, ...`` goes when the module's
-    only imports (index, first name, whether that name has an ``as``) each hold
-    an ``as`` name: as isort orders one module's statements, by first name, a
-    plain one before an ``as`` one of the same name."""
-    new_key = (isort_name_key(first_name), False)
-    for index, name, has_as in imports:
-        if new_key < (isort_name_key(name), has_as):
-            return index
-    return imports[-1][0] + 1
 
 
 def _plain(lines: list[str], statements: Sequence[ast.stmt]) -> bool:
@@ -111,27 +91,19 @@ def _bound_names(statements: Sequence[ast.stmt]) -> set[str]:
     return bound
 
 
-def _imports_of(
-    statements: Sequence[ast.stmt], module: str
-) -> list[tuple[int, ast.ImportFrom]]:
-    """The top-level ``from module import ...`` statements (no star), by index."""
-    return [
-        (index, statement)
-        for index, statement in enumerate(statements)
-        if isinstance(statement, ast.ImportFrom)
-        and statement.level == 0
-        and statement.module == module
-        and statement.names[0].name != "*"
-    ]
-
-
 def _existing_import(
     statements: Sequence[ast.stmt], module: str
 ) -> ast.ImportFrom | None:
-    """The import the names are merged into: the first of the module's without
-    an ``as`` name (isort keeps ``as`` imports apart)."""
-    for _, statement in _imports_of(statements, module):
-        if all(alias.asname is None for alias in statement.names):
+    """The import the names are merged into: the first ``from module import``
+    without an ``as`` name (isort keeps ``as`` imports apart) or a star."""
+    for statement in statements:
+        if (
+            isinstance(statement, ast.ImportFrom)
+            and statement.level == 0
+            and statement.module == module
+            and statement.names[0].name != "*"
+            and all(alias.asname is None for alias in statement.names)
+        ):
             return statement
     return None
 
@@ -191,27 +163,53 @@ def _inserted(
     return "\n".join([*lines[:at], *new, *lines[at:]]), last_is_import
 
 
-def _insertion_index(statements: Sequence[ast.stmt], module: str) -> int:
-    entries = []
+def _insertion_index(
+    statements: Sequence[ast.stmt], module: str, first_name: str
+) -> int:
+    entries: list[ImportEntry] = []
     for statement in statements:
-        absolute = None
+        entry = ImportEntry(isinstance(statement, (ast.Import, ast.ImportFrom)))
         if isinstance(statement, ast.ImportFrom) and not statement.level:
-            absolute = statement.module
-        entries.append((isinstance(statement, (ast.Import, ast.ImportFrom)), absolute))
-    return insertion_index(entries, _is_docstring(statements[0]), module)
+            first = statement.names[0]
+            entry = ImportEntry(True, statement.module, first.name, bool(first.asname))
+        entries.append(entry)
+    return insertion_index(entries, _is_docstring(statements[0]), module, first_name)
+
+
+class ImportEntry(NamedTuple):
+    """A top-level statement as the placement of a new import sees it."""
+
+    is_import: bool
+    absolute: str | None = None  # the module of an absolute `from` import
+    first_name: str | None = None  # its first imported name
+    first_has_as: bool = False  # ... and whether that one has an `as`
 
 
 def insertion_index(
-    entries: Sequence[tuple[bool, str | None]], docstring_first: bool, module: str
+    entries: Sequence[ImportEntry], docstring_first: bool, module: str, first_name: str
 ) -> int:
-    """Where a new ``from module import ...`` goes among a module's top-level
-    statements, each given as (is an import, the module of an absolute ``from``
-    import or None): in isort's order among the imports of the same top-level
-    package, else after the last import, else after the docstring."""
+    """Where a new ``from module import first_name, ...`` goes among a module's
+    top-level statements. Beside the module's own imports when there are some
+    (left only when each holds an ``as`` name, which isort keeps apart: the
+    others take the names in), as isort orders one module's statements: by first
+    name, a plain one before an ``as`` one of the same name. Otherwise in isort's
+    order among the imports of the same top-level package, else after the last
+    import, else after the docstring."""
+    own = [
+        (index, entry)
+        for index, entry in enumerate(entries)
+        if entry.absolute == module and entry.first_name not in (None, "*")
+    ]
+    if own:
+        new_key = (isort_name_key(first_name), False)
+        for index, entry in own:
+            if new_key < (isort_name_key(entry.first_name), entry.first_has_as):
+                return index
+        return own[-1][0] + 1
     package = module.split(".")[0]
     key = module.lower()
     last_import = same_package_after = None
-    for index, (is_import, absolute) in enumerate(entries):
+    for index, (is_import, absolute, _, _) in enumerate(entries):
         if not is_import:
             continue
         last_import = index

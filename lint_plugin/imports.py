@@ -19,11 +19,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
-from lint_plugin.import_text import (
-    insertion_index,
-    isort_name_key,
-    next_to_aliased_imports,
-)
+from lint_plugin.import_text import ImportEntry, insertion_index, isort_name_key
 
 
 def ensure_imported(
@@ -59,14 +55,7 @@ def ensure_imported(
     statement = cst.parse_statement(
         f"from {helpers_module} import {', '.join(wanted)}\n"
     )
-    aliased = [
-        (index, _alias_name(node.names[0]), node.names[0].asname is not None)
-        for index, node in _imports_of(body, helpers_module)
-    ]
-    if aliased:
-        index = next_to_aliased_imports(aliased, wanted[0])
-    else:
-        index = _insertion_index(body, helpers_module)
+    index = _insertion_index(body, helpers_module, wanted[0])
     if index == 1 and _is_docstring(body[0]):
         # black and ruff format keep one blank line after a module docstring.
         statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
@@ -122,9 +111,9 @@ def _module_level_names(module: cst.Module) -> set[str]:
     return names
 
 
-def _imports_of(body, helpers_module: str) -> list[tuple[int, cst.ImportFrom]]:
-    """The top-level ``from helpers_module import ...`` statements (no star)."""
-    found = []
+def _existing_import(body, helpers_module):
+    """The import the names are merged into: the first ``from helpers_module
+    import`` without an ``as`` name (isort keeps ``as`` imports apart) or a star."""
     for index, line in enumerate(body):
         if not isinstance(line, cst.SimpleStatementLine):
             continue
@@ -135,30 +124,28 @@ def _imports_of(body, helpers_module: str) -> list[tuple[int, cst.ImportFrom]]:
             and node.module is not None
             and _dotted(node.module) == helpers_module
             and not isinstance(node.names, cst.ImportStar)
+            and all(alias.asname is None for alias in node.names)
         ):
-            found.append((index, node))
-    return found
-
-
-def _existing_import(body, helpers_module):
-    """The import the names are merged into: the first of the module's without
-    an ``as`` name (isort keeps ``as`` imports apart)."""
-    for index, node in _imports_of(body, helpers_module):
-        if all(alias.asname is None for alias in node.names):
-            return index, body[index], node
+            return index, line, node
     return None
 
 
-def _insertion_index(body, helpers_module: str) -> int:
-    entries = []
+def _insertion_index(body, helpers_module: str, first_name: str) -> int:
+    entries: list[ImportEntry] = []
     for line in body:
         node = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
-        absolute = None
+        entry = ImportEntry(isinstance(node, (cst.Import, cst.ImportFrom)))
         if isinstance(node, cst.ImportFrom) and node.module and not node.relative:
-            absolute = _dotted(node.module)
-        entries.append((isinstance(node, (cst.Import, cst.ImportFrom)), absolute))
+            first = None if isinstance(node.names, cst.ImportStar) else node.names[0]
+            entry = ImportEntry(
+                True,
+                _dotted(node.module),
+                "*" if first is None else _alias_name(first),
+                first is not None and first.asname is not None,
+            )
+        entries.append(entry)
     docstring_first = bool(body) and _is_docstring(body[0])
-    return insertion_index(entries, docstring_first, helpers_module)
+    return insertion_index(entries, docstring_first, helpers_module, first_name)
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:

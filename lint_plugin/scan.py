@@ -19,9 +19,8 @@ import sys
 import warnings
 from collections.abc import Callable
 
-from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.analysis import analyze
-from lint_plugin.facts import helper_aliases, may_call_helper
+from lint_plugin.facts import helper_aliases, read_whole
 from lint_plugin.facts import helper_names as _helper_names
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
@@ -259,18 +258,12 @@ class _Layout:
         return outermost_def
 
     def read_whole(self, row: int, name: str) -> bool:
-        """Is the class at ``row`` read whole: it may be a draft backend (KVI003
-        reads its allocations through every assignment), or may call a helper
-        (KVI004 reads a call's ``self.`` arguments through the class)?"""
-        if is_draft_backend_class(name):
-            return True
+        """Is the class at ``row`` read whole (``facts.read_whole``)?"""
         if row not in self._whole_rows:
             end = self.block_end(row)
             offsets = self._offsets
             text = self.text[offsets[row] + row : offsets[end] + end]
-            self._whole_rows[row] = may_be_draft_backend(text) or may_call_helper(
-                text, self.aliases
-            )
+            self._whole_rows[row] = read_whole(name, text, self.aliases)
         return self._whole_rows[row]
 
     def block_end(self, start: int) -> int:
