@@ -218,6 +218,11 @@ BACKENDS = (
 )
 ATTENTION = "sglang/srt/layers/attention"
 SPECULATIVE = "sglang/srt/speculative"
+# Every pinned release, oldest first.
+RELEASES = tuple(WHEELS)
+# Releases whose index kernel lives outside srt/ (0.5.23: sglang/kernels/ops/):
+# their backends are read from the whole package, where the kernel is too.
+KERNEL_OUTSIDE_SRT = (LATEST,)
 
 
 class CorpusUnavailable(RuntimeError):
@@ -264,11 +269,11 @@ def tree(version: str, whole: bool = False) -> Path:
 
 
 def attention_dir(version: str) -> Path:
-    return tree(version) / ATTENTION
+    return tree(version, whole=version in KERNEL_OUTSIDE_SRT) / ATTENTION
 
 
 def speculative_dir(version: str) -> Path:
-    return tree(version) / SPECULATIVE
+    return tree(version, whole=version in KERNEL_OUTSIDE_SRT) / SPECULATIVE
 
 
 def backend_paths(version: str) -> list[Path]:
