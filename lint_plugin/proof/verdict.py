@@ -180,6 +180,8 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
             f"{after.phases.get('capture')}; "
             f"{before.phases.get('replay')} -> {after.phases.get('replay')}"
         )
+    differing = []
+    first = None
     for kind in KINDS:
         if kind == "backend_calls":
             xs, ys = _calls(before, mapped), _calls(after, mapped)
@@ -187,11 +189,19 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
             xs, ys = getattr(before, kind), getattr(after, kind)
         if xs == ys:
             continue
+        differing.append(kind)
         for n in range(max(len(xs), len(ys))):
             x = xs[n] if n < len(xs) else None
             y = ys[n] if n < len(ys) else None
-            if x != y:
-                return f"{kind}[{n}] {difference(x, y)}", notes
+            if first is None and x != y:
+                first = f"{kind}[{n}] {difference(x, y)}"
+    if first is not None:
+        equal = [k for k in KINDS if k not in differing]
+        return (
+            f"{first} [this case differs in {', '.join(differing)}; equal: "
+            f"{', '.join(equal) or 'nothing'}]",
+            notes,
+        )
     if missing:
         return f"phases driven on one side only: {missing}", notes
     return None, notes
@@ -211,7 +221,7 @@ def widening_problem(before: Record, wide: Record, widened: Widened, topk: int):
             w.device,
             w.shape[:-1],
         )
-        wider = b.shape[-1] * topk == w.shape[-1]
+        wider = bool(b.shape and w.shape) and b.shape[-1] * topk == w.shape[-1]
         if not (widened.holds(w.line) and same_kind and wider):
             return (
                 f"allocation #{n} changed beyond a x{topk} width at a KVI003 "
