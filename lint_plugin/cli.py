@@ -89,7 +89,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--guard-module",
         metavar="MODULE",
         help="where KVI006's inserted assert_buffer_fits is imported from "
-        "(default: sglang.srt.layers.attention.utils); config key guard-module",
+        "(default: where the tree defines it, else sglang.srt.layers.attention.utils);"
+        " config key guard-module",
     )
     group = parser.add_argument_group("rule selection (codes or prefixes: KVI, KVI00)")
     for flag, help_text in (
@@ -454,7 +455,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=settings.helpers_module,
-        guard_module=settings.guard_module,
+        guard_module=_configured_guard_module(args, plan),
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, name),
     )
@@ -600,6 +601,12 @@ def _settings(args: argparse.Namespace, plan: Plan):
     )
 
 
+def _configured_guard_module(args: argparse.Namespace, plan: Plan) -> str | None:
+    """``--guard-module`` or the configuration's; None: ``fix`` reads it from the
+    tree (see :mod:`lint_plugin.guard_home`)."""
+    return getattr(args, "guard_module", None) or plan.config.guard_module
+
+
 # --- clean ------------------------------------------------------------------------
 
 
@@ -710,7 +717,7 @@ def run_fix_command(args: argparse.Namespace) -> int:
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=settings.helpers_module,
-        guard_module=settings.guard_module,
+        guard_module=_configured_guard_module(args, plan),
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )

@@ -42,7 +42,9 @@ class RewriteRefused(Exception):
 class Options:
     unsafe_fixes: bool = False
     helpers_module: str = DEFAULT_HELPERS_MODULE
-    guard_module: str = DEFAULT_GUARD_MODULE  # where KVI006's inserted guard is from
+    # Where KVI006's inserted guard is imported from; None: from the tree (where
+    # it defines the guard, or where the file imports it from), else the default.
+    guard_module: str | None = None
     opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
     wrap: bool = True  # format rewritten statements to the line length
     # Selection (--select/--ignore); noqa directives are always honoured.
@@ -51,7 +53,9 @@ class Options:
     @property
     def settings(self) -> Settings:
         """The engine's settings for this run (every pass of fix uses them)."""
-        return Settings(self.helpers_module, self.guard_module, self.opt_in)
+        return Settings(
+            self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE, self.opt_in
+        )
 
 
 @dataclass
@@ -153,7 +157,9 @@ def rewrite_text(
         imported = set(helpers)
     guard_module = None
     if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
-        guard_module = options.guard_module
+        from lint_plugin.guard_home import guard_module_for
+
+        guard_module = options.guard_module or guard_module_for(tree, path)
         new_text = _add_imports(new_text, {GUARD}, guard_module)
         imported.add(GUARD)
     rows = _shift_for_import(current, new_text, rows)

@@ -7,6 +7,7 @@ a fixed backend imports is defined in the tree where the import says (read by
 from __future__ import annotations
 
 import ast
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -97,3 +98,55 @@ def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
     assert capsys.readouterr().out == "All checks passed!\n"
     assert main(["fix", "--no-config", "--unsafe-fixes", f"python/{ATTENTION}"]) == 0
     assert capsys.readouterr().err == "Nothing to fix.\n"
+
+
+def test_the_guard_on_0512_gets_a_definition_too(tmp_path, capsys, monkeypatch):
+    """0.5.12.post1 has no assert_buffer_fits: KVI006's fix imports it from the
+    default module, which is in the tree, and fix defines it there."""
+    python = sglang_layout("0.5.12.post1", tmp_path, (ATTENTION, SPECULATIVE))
+    monkeypatch.chdir(tmp_path)
+    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    assert main(["fix", *flags, f"python/{ATTENTION}"]) == 0
+    err = capsys.readouterr().err
+    utils = python / ATTENTION / "utils.py"
+    assert f"Added assert_buffer_fits to python/{ATTENTION}/utils.py" in err
+    assert defines(str(utils), "assert_buffer_fits") is True
+    for name in BACKENDS:
+        assert unresolved_imports(python, python / ATTENTION / name) == [], name
+    assert main(["check", "--no-config", "--extend-select", "KVI006", "python"]) == 0
+
+
+def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
+    tmp_path, capsys, monkeypatch, latest_package: Path
+) -> None:
+    root = tmp_path / "python" / "sglang"
+    for folder in ("srt/layers/attention", "srt/speculative", "kernels/ops/attention"):
+        shutil.copytree(latest_package / folder, root / folder)
+    for init in ("__init__.py", "kernels/__init__.py", "kernels/ops/__init__.py"):
+        shutil.copy(latest_package / init, root / init)
+    monkeypatch.chdir(tmp_path)
+    attention = root / "srt/layers/attention"
+    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
+    err = capsys.readouterr().err
+    assert "Fixed 2 site(s) (2 unsafe) in 2 file(s)." in err
+    assert "Added" not in err and "note:" not in err  # 0.5.23 defines them all
+    triton = (attention / "triton_backend.py").read_text()
+    assert (
+        "\nfrom sglang.kernels.ops.attention.utils import assert_buffer_fits\n"
+        in triton
+    )
+    assert "sglang.srt.layers.attention.utils import assert_buffer_fits" not in triton
+    # Triton's missing seq_lens_sum becomes an upper bound: the guard is on
+    # the branch where the sum is real, never after the bound.
+    common = triton[triton.index("    def common_template(") :]
+    bound = common.index("seq_lens_sum = num_seqs * self.max_context_len\n")
+    assert common[bound:].split("\n")[1].strip() == "else:"
+    assert (
+        "assert_buffer_fits(" in common[bound : common.index("generate_draft_decode")]
+    )
+    for name in ("triton_backend.py", "aiter_backend.py"):
+        assert unresolved_imports(tmp_path / "python", attention / name) == []
+    assert main(["check", *flags[:1], "--extend-select", "KVI006", "python"]) == 0
+    assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
+    assert capsys.readouterr().err.endswith("Nothing to fix.\n")
