@@ -4,11 +4,14 @@
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
 regular file, too large, not UTF-8, does not parse, rewrite refused by the gate,
-not writable, a link leading outside the named paths); 2 usage or internal error
+not writable, a link leading outside the named paths, a module of the tree that
+could not be given the definitions its importers need); 2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
 The gate: the bytes about to be written are decoded, parsed and proved equal to the
 original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
+Definitions added to a module of the tree have a gate of their own
+(:mod:`lint_plugin.helper_homes`).
 
 A file's bytes are kept as they were outside the rewritten statements: its BOM,
 each line's ending (LF, CRLF, lone CR, or a mix) and its mode. Writes go to a

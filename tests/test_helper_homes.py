@@ -261,3 +261,34 @@ def test_a_module_both_rewritten_and_given_definitions(tmp_path, capsys) -> None
     assert "return draft_kv_indices_used_len(seq_lens_sum, topk, bs, i + 1)" in text
     assert "\ndef draft_kv_indices_used_len(\n" in text
     assert main(["check", "--no-config", str(tmp_path / "python")]) == 0
+
+
+def test_the_added_definitions_compute_the_formulas_when_run() -> None:
+    """Executed, not only proven: each added definition against the formula
+    computed here, over many bindings, the width's refusal exactly at 2**31
+    and the guard exactly at used > capacity (upstream's message)."""
+    import random
+
+    namespace: dict = {}
+    for text in definitions.DEFINITIONS.values():
+        exec(compile(text, "definitions", "exec"), namespace)
+    width = namespace["draft_kv_indices_buffer_width"]
+    used_len = namespace["draft_kv_indices_used_len"]
+    guard = namespace["assert_buffer_fits"]
+    rng = random.Random(21)
+    for _ in range(2000):
+        s, k, b, n = (rng.randint(-(10**6), 10**6) for _ in range(4))
+        assert used_len(s, k, b, n) == s * k + b * n
+        a, k, c = (rng.randint(0, 2**11) for _ in range(3))
+        if a * k * c < 2**31:
+            assert width(a, k, c) == a * k * c
+        else:
+            with pytest.raises(AssertionError):
+                width(a, k, c)
+    assert width(1, 1, 2**31 - 1) == 2**31 - 1
+    with pytest.raises(AssertionError):
+        width(1, 1, 2**31)
+    guard(5, 5, "row")
+    with pytest.raises(AssertionError) as raised:
+        guard(6, 5, "row", bs=2, seq_lens_sum=3)
+    assert str(raised.value) == "row: used 6 > capacity 5 (bs=2, seq_lens_sum=3)"

@@ -203,3 +203,125 @@ def test_the_shown_path_follows_the_importing_path(tmp_path, monkeypatch) -> Non
     monkeypatch.chdir(tmp_path)
     home = module_home("sglang.srt.speculative.spec_utils", 0, BACKEND)
     assert home is not None and home.shown == SPEC_UTILS
+
+
+# ---- the oracle: Python's own import ------------------------------------------
+
+LAYOUTS = {
+    # name: (files (path -> text), importing file, import line)
+    "namespace-below-regular": (
+        {"python/sglang/__init__.py": "", SPEC_UTILS: "import os\n"},
+        BACKEND,
+        "from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len",
+    ),
+    "defined": (
+        {"python/sglang/__init__.py": "", SPEC_UTILS: USED},
+        BACKEND,
+        "from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len",
+    ),
+    "regular-packages": (
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/a/__init__.py": "",
+            "src/pkg/a/b.py": "",
+            "src/pkg/helpers.py": "X = 1\n",
+        },
+        "src/pkg/a/b.py",
+        "from pkg.helpers import assert_buffer_fits",
+    ),
+    "relative": (
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/a/__init__.py": "",
+            "src/pkg/a/b.py": "",
+            "src/pkg/helpers.py": "X = 1\n",
+        },
+        "src/pkg/a/b.py",
+        "from ..helpers import assert_buffer_fits",
+    ),
+    "package-module": (
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/a/__init__.py": "",
+            "src/pkg/a/b.py": "",
+            "src/pkg/guards/__init__.py": "def assert_buffer_fits_x(): pass\n",
+        },
+        "src/pkg/a/b.py",
+        "from pkg.guards import assert_buffer_fits",
+    ),
+    "re-exported": (
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/a/__init__.py": "",
+            "src/pkg/a/b.py": "",
+            "src/pkg/guards.py": "from pkg._impl import assert_buffer_fits\n",
+            "src/pkg/_impl.py": "def assert_buffer_fits(): pass\n",
+        },
+        "src/pkg/a/b.py",
+        "from pkg.guards import assert_buffer_fits",
+    ),
+    "under-if": (
+        {
+            "src/pkg/__init__.py": "",
+            "src/pkg/a.py": "",
+            "src/pkg/guards.py": "import os\nif os.sep:\n    def assert_buffer_fits(): pass\n",
+        },
+        "src/pkg/a.py",
+        "from pkg.guards import assert_buffer_fits",
+    ),
+    "script-folder": (
+        {"tools/run.py": "", "tools/guards.py": "Y = 2\n"},
+        "tools/run.py",
+        "from guards import assert_buffer_fits",
+    ),
+}
+
+
+def test_kvi007_fires_exactly_where_python_cannot_import(tmp_path, capsys) -> None:
+    """Each layout is imported for real in a child Python with the source root
+    on sys.path (what the layout's docs say the root is): KVI007 must fire
+    exactly on the imports that raise ImportError there."""
+    results = {}
+    for name, (files, importer, line) in LAYOUTS.items():
+        root = tmp_path / name
+        for path, text in files.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+        (root / importer).parent.mkdir(parents=True, exist_ok=True)
+        (root / importer).write_text(line + "\n")
+        status = main(
+            ["check", "--no-config", "--select", "KVI007", str(root / importer)]
+        )
+        capsys.readouterr()
+        results[name] = status == 1
+        parts = Path(importer).parts
+        package_root = (
+            root / parts[0] if name != "script-folder" else root / Path(importer).parent
+        )
+        module = ".".join(Path(importer).with_suffix("").parts[1:])
+        probe = (
+            "import importlib, sys\n"
+            f"sys.path.insert(0, {str(package_root)!r})\n"
+            "try:\n"
+            + (
+                f"    importlib.import_module({module!r})\n"
+                if name != "script-folder"
+                else f"    exec(compile({line!r}, 'run.py', 'exec'), {{}})\n"
+            )
+            + "    print('ok')\n"
+            "except ImportError:\n"
+            "    print('ImportError')\n"
+        )
+        child = subprocess.run(
+            [sys.executable, "-I", "-c", probe], capture_output=True, text=True
+        )
+        assert child.returncode == 0, child.stderr
+        results[name] = (results[name], child.stdout.strip() == "ImportError")
+    assert all(kvi007 == fails for kvi007, fails in results.values()), results
+    assert sorted(n for n, (k, _) in results.items() if k) == [
+        "namespace-below-regular",
+        "package-module",
+        "regular-packages",
+        "relative",
+        "script-folder",
+    ]
