@@ -45,9 +45,10 @@ Finds an import of `draft_kv_indices_used_len`, `draft_kv_indices_buffer_width`
 (from the helpers module) or `assert_buffer_fits` (from any module) whose module
 is a file of the tree being checked that does not define that name. The module is
 found as Python would import it with the tree's source root on `sys.path`: the
-root is the parent of the file's topmost regular package (a folder with an
-`__init__.py`; SGLang's `python/sglang/`), and a relative import goes up from the
-file's own folder. A module that is not in the tree (an installed sglang, the
+root is the folder holding the file's topmost regular package (a folder with an
+`__init__.py`: `python/` in SGLang's layout, whose folders below `sglang/` are
+namespace packages), the file's own folder for a file in no package, and a
+relative import goes up from the file's own folder. A module that is not in the tree (an installed sglang, the
 bundled `lint_plugin.runtime`) is not judged, nor one that may define anything (a
 `*` import, a module `__getattr__`, a file that does not parse). An import of a
 helper from a module it is not trusted from is KVI005's, not this rule's.
