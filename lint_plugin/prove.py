@@ -25,6 +25,7 @@ TYPE_CHECKING = False  # not `typing`: imported by every `check` run through the
 if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
+    from typing import NoReturn
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
@@ -73,9 +74,11 @@ class Pair:
     after_path: Path
 
 
-def _fail(message: str) -> int:
-    print(f"draft-kv-lint prove: {message}", file=sys.stderr)
-    return 2
+def _fail(message: str) -> NoReturn:
+    """A usage error: the CLI prints prove's usage, then the message (exit 2)."""
+    from lint_plugin.cli import UsageError
+
+    raise UsageError(message)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
