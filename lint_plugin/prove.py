@@ -31,10 +31,16 @@ if TYPE_CHECKING:
 # check's included, and startup time is pre-commit's.
 
 DRAFT_SUFFIX = "MultiStepDraftBackend"
-INSTALL_HINT = (
-    "draft-kv-lint prove needs torch, triton and numpy: "
-    "pip install 'draft-kv-lint[proof]'"
-)
+NEEDS = "draft-kv-lint prove needs torch, triton and numpy (the [proof] extra)"
+
+
+def install_hint() -> str:
+    """What to run, the way this copy was installed (lint_plugin.install_origin):
+    no registry serves draft-kv-lint, so a bare ``draft-kv-lint[proof]`` is none."""
+    from lint_plugin.install_origin import install_command
+
+    command = install_command("proof")
+    return f"{NEEDS}: {command}" if command else f"{NEEDS}."
 
 
 def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -162,7 +168,7 @@ def run_prove(args: argparse.Namespace) -> int:
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
     if missing:
-        print(INSTALL_HINT, file=sys.stderr)
+        print(install_hint(), file=sys.stderr)
         return 2
     pairs = _pairs(args)
     if isinstance(pairs, str):
