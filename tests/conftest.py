@@ -17,6 +17,7 @@ import pytest
 from corpus import CorpusUnavailable, attention_dir, tree
 from project_snapshot import Snapshot
 from project_snapshot import snapshot as _snapshot
+from shared_results import SharedResults, session_folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -72,3 +73,9 @@ def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
     except (OSError, subprocess.CalledProcessError) as error:
         pytest.skip(f"this checkout is not a git work tree: {error}")
 
+
+@pytest.fixture(scope="session")
+def shared_results(tmp_path_factory: pytest.TempPathFactory) -> SharedResults:
+    """Values computed once per session across pytest-xdist's workers
+    (``tests/shared_results.py``): for work several tests or releases share."""
+    return SharedResults(session_folder(tmp_path_factory.getbasetemp()))

@@ -35,6 +35,20 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert ci == commands[1]
 
 
+def test_the_readme_says_what_the_tests_download() -> None:
+    """The count is the pinned list's; the size is measured on the wheels when
+    they are here (any corpus run leaves them), to the megabyte as written."""
+    from corpus import CACHE, WHEELS
+
+    said = re.search(r"(\d+) of them, every\s+release.*?(\d+) MB in all", README, re.S)
+    assert said, "the README's download sentence moved"
+    assert int(said[1]) == len(WHEELS)
+    paths = [CACHE / name for name, _ in WHEELS.values()]
+    if all(path.exists() for path in paths):
+        total = sum(path.stat().st_size for path in paths)
+        assert round(total / 1e6) == int(said[2]), total
+
+
 # --- SGLang's layout, end to end: the README's snippets, copied as they are -----------
 
 SNIPPET = re.compile(
