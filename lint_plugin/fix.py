@@ -33,6 +33,7 @@ from typing import TextIO
 from lint_plugin.atomic import write_atomic
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
+from lint_plugin.printable import printable
 from lint_plugin.rewrite import (
     Options,
     Rewrite,
@@ -142,19 +143,26 @@ def run_fix(
                 continue
         report.changed_files += 1
         report.fixed += len(rewrite.applied)
+        # --diff and --check write nothing: they say what would happen.
+        done = "would apply" if diff or check else "applied"
         for finding in rewrite.applied:
             if finding.fix.applicability == "unsafe":
                 report.unsafe += 1
                 print(
-                    f"{path}:{finding.row}:{finding.column}: {finding.code} "
-                    f"unsafe fix applied: {finding.fix.message}",
+                    printable(
+                        f"{path}:{finding.row}:{finding.column}: {finding.code} "
+                        f"unsafe fix {done}: {finding.fix.message}"
+                    ),
                     file=err,
                 )
         after = home.after if home is not None else outcome.after
         if diff:
             _write_diff(out, path, outcome.before, after)
         elif check:
-            print(f"Would fix {len(rewrite.applied)} site(s) in {path}", file=err)
+            print(
+                printable(f"Would fix {len(rewrite.applied)} site(s) in {path}"),
+                file=err,
+            )
     shown_paths = {os.path.abspath(p) for p, o in fixed if o.rewrite.changed}
     for change in ready:
         if change.error:
@@ -166,12 +174,14 @@ def run_fix(
             _write_diff(out, change.home.shown, change.before, change.after)
         verb = "Would add" if diff or check else "Added"
         print(
-            f"{verb} {names} to {change.home.shown} (imported there by "
-            f"{len(change.importers)} file(s))",
+            printable(
+                f"{verb} {names} to {change.home.shown} (imported there by "
+                f"{len(change.importers)} file(s))"
+            ),
             file=err,
         )
     for note in notes:
-        print(note, file=err)
+        print(printable(note), file=err)
     _summarise(report, diff or check, err)
     if report.crashed:
         return 2
@@ -315,7 +325,26 @@ _ENDING = re.compile(r"\r\n|\r|\n")
 
 
 def _diff_name(side: str, path: str) -> str:
-    return path if os.path.isabs(path) else f"{side}/{path}"
+    name = path if os.path.isabs(path) else f"{side}/{path}"
+    return name if name.isprintable() else _quoted(name)
+
+
+def _quoted(name: str) -> str:
+    """git's quoting of a name in a diff header (``quote_c_style``): in double
+    quotes, C escapes for the usual controls, octal for every other byte that is
+    not printable ASCII; ``git apply`` and ``patch`` read the name back."""
+    named = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f"}
+    named |= {"\r": "r", '"': '"', "\\": "\\"}
+    out = []
+    for byte in os.fsencode(name):
+        char = chr(byte)
+        if char in named:
+            out.append("\\" + named[char])
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def _summarise(report: FixReport, dry_run: bool, err: TextIO) -> None:

@@ -120,7 +120,7 @@ def check_source(
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
-        return [_syntax_error(exc, path)]
+        return [_syntax_error(exc, path, text)]
     return analyze(tree, Source(text), path, interesting_rows(text, aliases), settings)
 
 
@@ -472,13 +472,14 @@ def _syntax_error_of(text: str, path: str) -> Finding | None:
     try:
         _parse(text, path)
     except SyntaxError as exc:
-        return _syntax_error(exc, path)
+        return _syntax_error(exc, path, text)
     return None
 
 
-def _syntax_error(exc: SyntaxError, path: str) -> Finding:
-    row = exc.lineno or 1
-    column = exc.offset or 1
+def _syntax_error(exc: SyntaxError, path: str, text: str) -> Finding:
+    from lint_plugin.source import syntax_error_position
+
+    row, column = syntax_error_position(exc, text)
     return Finding(
         path,
         row,

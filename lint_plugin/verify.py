@@ -37,9 +37,10 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(text)
     except SyntaxError as exc:
-        raise SyntaxError(
-            f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
-        ) from None
+        from lint_plugin.source import syntax_error_position
+
+        row, column = syntax_error_position(exc, text)
+        raise SyntaxError(f"{prefix}{row}:{column}: SyntaxError: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise SyntaxError(f"{prefix}nested too deeply to parse") from None
 
