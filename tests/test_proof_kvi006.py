@@ -7,6 +7,7 @@ buffer."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from harness import Recorder, ReferenceDraftKernel, compare, default_grid, run
 from mutants import REGRESSIONS, mutate, sites
 
 from lint_plugin.proof.grid import long_sequence_grid
+from lint_plugin.proof.run import NO_SUM
 from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN
 
@@ -47,19 +49,8 @@ def upstream_guard(attention: Path):
     return namespace["assert_buffer_fits"]
 
 
-# Triton's common_template replaces a missing seq_lens_sum by an upper bound
-# before the launch, and KVI006's guard lands after it: with seq_lens_sum=None
-# (needs_cpu_seq_lens = False, driven since issue 19) it fires on valid input.
-# Issue 21 (item 4) places or refuses that guard; this turns green then.
-TRITON_GUARD_AFTER_BOUND = pytest.mark.xfail(
-    strict=True, reason="issue 21 item 4: the guard checks the upper bound"
-)
-
-
 @pytest.mark.corpus
-@pytest.mark.parametrize(
-    "backend", [pytest.param("triton", marks=TRITON_GUARD_AFTER_BOUND), "aiter"]
-)
+@pytest.mark.parametrize("backend", list(BACKENDS))
 def test_guard_changes_no_number(new_attention: Path, backend: str) -> None:
     filename, class_name = BACKENDS[backend]
     path = new_attention / filename
@@ -116,8 +107,8 @@ def test_guard_stops_an_undersized_buffer_before_the_kernel(
             graph_entry="common_template",
             extra_names=names,
         )
-        # (Triton's guard also fires on its seq_lens_sum=None upper bound: see
-        # TRITON_GUARD_AFTER_BOUND; here the capture is what is looked at.)
+        # (With seq_lens_sum=None Triton's guard is skipped: it checks the real
+        # length only, test_triton_guard_is_reached_with_the_real_length_only.)
         (raised,) = [r for r in after.raised if r.phase == "capture"]
         assert raised.type == "AssertionError"
         message = raised.message
@@ -134,25 +125,77 @@ def test_guard_stops_an_undersized_buffer_before_the_kernel(
     assert stopped == 8
 
 
+def after_the_bound(text: str) -> str:
+    """Upstream's guard right before Triton's launch, after the line that
+    replaces a missing seq_lens_sum by its upper bound (where KVI006's fix put
+    it before it knew about the bound)."""
+    from lint_plugin.rules.kvi006_unguarded_launch import _UPSTREAM_GUARD
+
+    launch = "        generate_draft_decode_kv_indices[\n"
+    at = text.index(launch, text.index("def common_template"))
+    return text[:at] + _UPSTREAM_GUARD + text[at:]
+
+
+class GuardReached(Exception):
+    """Raised by a stand-in guard: the phase it is recorded in reached it."""
+
+
+def tripwire(used, capacity, what, **context):
+    raise GuardReached(f"{what}: used {used}, capacity {capacity}")
+
+
+@pytest.mark.corpus
+def test_triton_guard_is_reached_with_the_real_length_only(
+    new_attention: Path,
+) -> None:
+    """The guard goes on the branch where seq_lens_sum is the real sum: it is
+    reached by every entry point that passes the sum (eager metadata, capture,
+    replay) and skipped by the one without it. That it never fires there on
+    valid input is test_guard_changes_no_number's (records equal, exceptions
+    included); a guard that always raises shows where it is reached."""
+    filename, class_name = BACKENDS["triton"]
+    text = (new_attention / filename).read_text()
+    fixed = guarded(text)
+    assert re.search(
+        r"\n( +)if seq_lens_sum is None:\n(?:\1 +#[^\n]*\n)*"
+        r"\1 +seq_lens_sum = num_seqs \* self\.max_context_len\n"
+        r"\1else:\n\1    required_kv_indices_len = draft_kv_indices_used_len\(",
+        fixed,
+    ), "the guard is not on the else branch"
+    names = {"assert_buffer_fits": tripwire}
+    for params in GRID:
+        record = run(fixed, class_name, params, "cpu", extra_names=names)
+        reached = {r.phase for r in record.raised if r.type == "GuardReached"}
+        assert NO_SUM in record.phases, params.describe()  # driven without the sum
+        assert reached == set(record.phases) - {"init", "cuda_graph_state", NO_SUM}, (
+            params.describe(),
+            reached,
+        )
+    print(f"\n[cpu] {class_name}: guard reached in {sorted(reached)}, not {NO_SUM!r}")
+
+
 @pytest.mark.corpus
 def test_guard_after_the_upper_bound_is_seen_firing(new_attention: Path) -> None:
-    """What the harness shows of the misplaced guard: the original runs the
-    seq_lens_sum=None entry point cleanly, the guarded one raises there, on the
+    """What the harness shows of a misplaced guard (after the line replacing a
+    missing seq_lens_sum by its upper bound): the original runs every valid case
+    cleanly, the guarded one raises on every case with seq_lens_sum=None, on the
     guard's line, and nowhere else."""
     filename, class_name = BACKENDS["triton"]
-    path = new_attention / filename
-    fixed = guarded(path.read_text())
+    text = (new_attention / filename).read_text()
+    naive = after_the_bound(text)
     fired = 0
-    for params in GRID[:8]:
-        before = run(path, class_name, params, "cpu")
-        after = run(fixed, class_name, params, "cpu", filename="guarded.py")
+    for params in GRID:
+        before = run(text, class_name, params, "cpu")
+        after = run(naive, class_name, params, "cpu", filename="after_the_bound.py")
         assert not before.raised, params.describe()
-        phases = {r.phase for r in after.raised}
-        assert phases <= {"forward (seq_lens_sum=None)"}, params.describe()
-        for raised in after.raised:
-            line = int(raised.where.rsplit(":", 1)[1])
-            assert "assert_buffer_fits(" in "".join(
-                fixed.splitlines()[line - 3 : line]
-            ), raised
-            fired += 1
-    assert fired
+        (raised,) = after.raised
+        assert raised.phase == NO_SUM, (params.describe(), raised)
+        assert raised.type == "AssertionError", raised
+        assert re.search(r"used \d+ > capacity \d+", raised.message), raised
+        line = int(raised.where.rsplit(":", 1)[1])
+        assert "assert_buffer_fits(" in "".join(naive.splitlines()[line - 3 : line]), (
+            raised
+        )
+        fired += 1
+    print(f"\n[cpu] {class_name}: the guard after the bound fires {fired}/{len(GRID)}")
+    assert fired == len(GRID)

@@ -21,7 +21,8 @@ differences are printed.
 
 Time: releases whose class, rewrites and kernel are identical to an earlier
 release's give identical records, so each distinct combination is proven once
-per session and reused (the output says so); equal runs share their record
+per session, across pytest-xdist's workers too (``shared_results``), and
+reused (the output says so); equal runs share their record
 (``run.remembered_run``: the two refactor proofs run ``prove``'s own grid, so
 the wrong rewrites of test_proof_mutants and ``prove`` in test_prove reuse
 their original sides) and equal launches of the interpreted kernel share one
@@ -87,7 +88,6 @@ class BackendResult:
     reused_from: str = ""
 
 
-_RESULTS: dict[str, BackendResult] = {}
 _KERNELS: dict[str, tuple] = {}  # by kernel file, then by digest: one jit each
 
 
@@ -130,7 +130,7 @@ def _prove_backend(text: str, name: str, kernel, safe: str, unsafe: str):
 
 
 @pytest.mark.parametrize("version", RELEASES)
-def test_release_proof(version):
+def test_release_proof(version, shared_results):
     folder = attention_dir(version)
     lines, proven = [], 0
     for filename, name in BACKENDS.items():
@@ -153,11 +153,13 @@ def test_release_proof(version):
                 ]
             ).encode()
         ).hexdigest()
-        result = _RESULTS.get(key)
-        if result is None:
-            result = _prove_backend(text, name, kernel, safe, unsafe)
-            result.reused_from = version
-            _RESULTS[key] = result
+
+        def prove(text=text, name=name, kernel=kernel, safe=safe, unsafe=unsafe):
+            proven = _prove_backend(text, name, kernel, safe, unsafe)
+            proven.reused_from = version
+            return proven
+
+        result = shared_results.get(f"release-proof {key}", prove)
         s, u = result.safe, result.unsafe
         reused = (
             ""
