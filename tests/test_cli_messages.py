@@ -167,7 +167,10 @@ def test_show_settings_shows_every_key_of_the_table(tree, run, fake_engine):
     assert len(keys) == 12
     for key in keys:
         assert resolved.get(key, key) in shown, key
-    assert shown["enabled"] == "['KVI001', 'KVI002', 'KVI003', 'KVI005', 'KVI006']"
+    assert (
+        shown["enabled"]
+        == "['KVI001', 'KVI002', 'KVI003', 'KVI005', 'KVI006', 'KVI007']"
+    )
     assert shown["per-file-ignores"] == "{'tests/*': ['KVI001']}"
     assert shown["exclude"] == "['build', 'gen']"
     assert shown["helpers-module"] == "pkg.helpers"
