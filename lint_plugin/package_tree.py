@@ -141,7 +141,8 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
     written = "." * level + (module or "")
     for base in bases:
         stem = os.path.join(base, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+        # A package shadows a module of the same name, as Python's finder has it.
+        for candidate in (os.path.join(stem, "__init__.py"), stem + ".py"):
             if _exists(candidate):
                 return Home(written, candidate, shown_path(candidate, importer), base)
     return None

@@ -325,3 +325,35 @@ def test_kvi007_fires_exactly_where_python_cannot_import(tmp_path, capsys) -> No
         "relative",
         "script-folder",
     ]
+
+
+_WHICH = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import sglang.srt.speculative.spec_utils as m; print(m.__file__)"
+)
+
+
+@pytest.mark.parametrize("defined_in", ["module", "package"])
+def test_a_package_shadows_the_module_of_the_same_name(
+    tmp_path, capsys, defined_in
+) -> None:
+    """``spec_utils/__init__.py`` beside ``spec_utils.py``: Python imports the
+    package, and so the package is the one judged."""
+    layout(tmp_path, "\n\n".join(["import torch", WIDTH, USED]))
+    package = tmp_path / SPEC_UTILS.removesuffix(".py") / "__init__.py"
+    package.parent.mkdir()
+    package.write_text("import os\n")
+    if defined_in == "package":
+        package.write_text("\n\n".join(["import os", WIDTH, USED]))
+        (tmp_path / SPEC_UTILS).write_text("import torch\n")
+    imported = subprocess.run(
+        [sys.executable, "-c", _WHICH, str(tmp_path / "python")],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert imported == str(package)  # the oracle: what Python itself picks
+    status, out = check(tmp_path, capsys)
+    if defined_in == "package":
+        assert (status, out) == (0, "All checks passed!\n")
+    else:
+        assert status == 1 and len(kvi007(out)) == 2
+        assert "spec_utils/__init__.py" in out
