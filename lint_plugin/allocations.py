@@ -42,7 +42,7 @@ KERNEL = "generate_draft_decode_kv_indices"
 # starts with its literal is searched for that literal first (ten times faster on
 # a large class); the boundary before `self` is checked per match.
 _SELF_ROLE_ATTRIBUTE = re.compile(
-    r"self\s*\.\s*((?:[A-Za-z_]\w*_)?(?:topk|num_steps))(?!\w)"
+    r"self\s*\.\s*((?:[A-Za-z_]\w*_|_)?(?:topk|num_steps))(?!\w)"
 )
 
 

@@ -160,7 +160,9 @@ class Cache:
                     _write_new(os.path.join(self.root, "CACHEDIR.TAG"), _TAG)
                 if not os.path.isdir(self.folder):
                     if _is_ours(self.root):
-                        _remove_builds(self.root)
+                        # A parallel worker of this run may have made this
+                        # build's folder meanwhile: it stays.
+                        _remove_builds(self.root, keep=os.path.basename(self.folder))
                     os.makedirs(self.folder, exist_ok=True)
                     _write_new(os.path.join(self.folder, _BUILD_MARKER), _MAGIC)
                 self._writable = True
@@ -195,11 +197,11 @@ def _is_ours(root: str) -> bool:
         return False
 
 
-def _remove_builds(root: str) -> int:
-    """Remove the build folders in ``root`` (a new build of the tool starts its
-    own: the others' answers can never be read again, the key names the build);
-    only folders that carry this tool's build marker, and never through a link.
-    How many were removed."""
+def _remove_builds(root: str, keep: str = "") -> int:
+    """Remove the build folders in ``root`` but ``keep`` (a new build of the tool
+    starts its own: the others' answers can never be read again, the key names
+    the build); only folders that carry this tool's build marker, and never
+    through a link. How many were removed."""
     try:
         names = os.listdir(root)
     except OSError:
@@ -209,7 +211,8 @@ def _remove_builds(root: str) -> int:
         folder = os.path.join(root, name)
         marker = os.path.join(folder, _BUILD_MARKER)
         if (
-            _BUILD_NAME.fullmatch(name)
+            name != keep
+            and _BUILD_NAME.fullmatch(name)
             and not os.path.islink(folder)
             and os.path.isfile(marker)
             and not os.path.islink(marker)

@@ -11,9 +11,12 @@ the root. A relative import goes up from the file's own folder.
 
 Nothing is imported: a module's names are read from its ``ast``. What a file
 binds at module level (a def, a class, an assignment, an import, also under
-``if``/``try``/``with`` at module level) counts as defined; a ``*`` import or a
-module ``__getattr__`` makes every name possibly defined, and so does a file
-that does not parse: only a definite absence is reported.
+``if``/``try``/``with`` at module level, or a ``global`` declaration in one of
+its functions) counts as defined, unless the binding cannot survive the run: a
+later unconditional ``del``, an ``if TYPE_CHECKING:`` body, an ``except ... as
+name`` (Python unbinds it), a bare annotation. A ``*`` import, a module
+``__getattr__`` or a ``globals()`` call makes every name possibly defined, and
+so does a file that does not parse: only a definite absence is reported.
 
 ``check``'s cache keys an answer by the file's own bytes, and these answers
 depend on other files: every path consulted (each ``__init__.py`` looked for,
@@ -141,7 +144,8 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
     written = "." * level + (module or "")
     for base in bases:
         stem = os.path.join(base, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+        # A package shadows a module of the same name, as Python's finder has it.
+        for candidate in (os.path.join(stem, "__init__.py"), stem + ".py"):
             if _exists(candidate):
                 return Home(written, candidate, shown_path(candidate, importer), base)
     return None
@@ -203,8 +207,9 @@ _BROKEN: frozenset[str] = frozenset({"<does not parse>"})
 
 
 def _bound_names(data: bytes) -> frozenset[str] | None:
-    """The names ``data`` binds at module level; None when a ``*`` import or a
-    module ``__getattr__`` may bind any; ``_BROKEN`` when it does not parse."""
+    """The names ``data`` binds at module level once it has run; None when a
+    ``*`` import, a module ``__getattr__`` or ``globals()`` may bind any;
+    ``_BROKEN`` when it does not parse."""
     import ast
     import warnings
 
@@ -215,7 +220,32 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _BROKEN
     names: set[str] = set()
-    pending: list[ast.AST] = list(tree.body)
+    for statement in tree.body:
+        if isinstance(statement, ast.Delete):
+            # Unconditional and in order: gone unless a later statement binds it.
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    names.discard(target.id)
+            continue
+        bound = _bound_by(statement)
+        if bound is None:
+            return None
+        names |= bound
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            names.update(node.names)  # a function may bind it when called
+        elif _binds_any(node):
+            return None
+    return frozenset(names)
+
+
+def _bound_by(statement: ast.stmt) -> set[str] | None:
+    """The module names one module-level statement may bind (its nested blocks
+    included); None when it may bind any."""
+    import ast
+
+    names: set[str] = set()
+    pending: list[ast.AST] = [statement]
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -229,8 +259,12 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
                     return None
                 names.add(alias.asname or alias.name.split(".")[0])
             continue
-        if isinstance(node, ast.excepthandler) and node.name:
-            names.add(node.name)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)  # its body never runs
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue  # `name: int` annotates, binds nothing
+        # `except E as name:` unbinds name when the handler ends: not added.
         for field, value in ast.iter_fields(node):
             children = value if isinstance(value, list) else [value]
             for child in children:
@@ -238,7 +272,33 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
                     pending.append(child)
                 elif isinstance(child, ast.AST) and field not in _SCOPED:
                     names.update(_stored(child))
-    return frozenset(names)
+    return names
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``: False when the code runs."""
+    import ast
+
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def _binds_any(node: ast.AST) -> bool:
+    """``globals()`` (the module's namespace as a dict) or
+    ``sys.modules[__name__]`` (the module itself): any name may be set."""
+    import ast
+
+    if isinstance(node, ast.Call) and not node.args:
+        func = node.func
+        return isinstance(func, ast.Name) and func.id == "globals"
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "modules"
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == "__name__"
+    )
 
 
 # Expression fields of a module-level statement that never bind a module name.
@@ -254,9 +314,7 @@ def _stored(node: ast.AST) -> set[str]:
     pending = [node]
     while pending:
         current = pending.pop()
-        if isinstance(current, ast.Name) and isinstance(
-            current.ctx, (ast.Store, ast.Del)
-        ):
+        if isinstance(current, ast.Name) and isinstance(current.ctx, ast.Store):
             found.add(current.id)
         elif isinstance(current, (ast.MatchAs, ast.MatchStar)) and current.name:
             found.add(current.name)

@@ -456,3 +456,26 @@ def test_generated_files_answer_the_same_from_the_cache(
             status = main(args)
             answers.append((status, capsys.readouterr()))
         assert answers[0] == answers[1] == answers[2]
+
+
+def test_a_worker_starting_late_keeps_the_build_another_worker_made(
+    tmp_path, monkeypatch
+) -> None:
+    """Two workers of one run both see no build folder; the first makes it and
+    stores an entry before the second prepares: the entry stays."""
+    first = Cache(str(tmp_path / "c"), Settings())
+    first.put(first.key("a.py", b"x"), [])
+    (stored,) = entries(tmp_path / "c")
+    second = Cache(str(tmp_path / "c"), Settings())
+    real_isdir, asked = os.path.isdir, []
+
+    def isdir(path: str) -> bool:  # the check that ran before the first worker's
+        if path == second.folder and not asked:
+            asked.append(path)
+            return False
+        return real_isdir(path)
+
+    monkeypatch.setattr(cache_module.os.path, "isdir", isdir)
+    assert second._prepare() and asked
+    monkeypatch.undo()
+    assert entries(tmp_path / "c") == [stored]

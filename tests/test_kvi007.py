@@ -325,3 +325,90 @@ def test_kvi007_fires_exactly_where_python_cannot_import(tmp_path, capsys) -> No
         "relative",
         "script-folder",
     ]
+
+
+_WHICH = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "import sglang.srt.speculative.spec_utils as m; print(m.__file__)"
+)
+
+
+@pytest.mark.parametrize("defined_in", ["module", "package"])
+def test_a_package_shadows_the_module_of_the_same_name(
+    tmp_path, capsys, defined_in
+) -> None:
+    """``spec_utils/__init__.py`` beside ``spec_utils.py``: Python imports the
+    package, and so the package is the one judged."""
+    layout(tmp_path, "\n\n".join(["import torch", WIDTH, USED]))
+    package = tmp_path / SPEC_UTILS.removesuffix(".py") / "__init__.py"
+    package.parent.mkdir()
+    package.write_text("import os\n")
+    if defined_in == "package":
+        package.write_text("\n\n".join(["import os", WIDTH, USED]))
+        (tmp_path / SPEC_UTILS).write_text("import torch\n")
+    imported = subprocess.run(
+        [sys.executable, "-c", _WHICH, str(tmp_path / "python")],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert imported == str(package)  # the oracle: what Python itself picks
+    status, out = check(tmp_path, capsys)
+    if defined_in == "package":
+        assert (status, out) == (0, "All checks passed!\n")
+    else:
+        assert status == 1 and len(kvi007(out)) == 2
+        assert "spec_utils/__init__.py" in out
+
+
+U = "draft_kv_indices_used_len"
+# (module text, what ``defines`` says): True/False must be what running it
+# gives; None (cannot tell) only where any name may be bound.
+BINDINGS = [
+    (USED, True),
+    ("import os\n", False),
+    (
+        f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from m import {U}\n",
+        False,
+    ),
+    (
+        f"import typing\nif typing.TYPE_CHECKING:\n    {U} = 1\nelse:\n    {U} = 2\n",
+        True,
+    ),
+    (USED + f"del {U}\n", False),
+    (USED + f"del {U}\n{U} = len\n", True),
+    (USED + f"if False:\n    del {U}\n", True),  # may be deleted: not definite
+    (f"try:\n    1 / 0\nexcept Exception as {U}:\n    pass\n", False),
+    (f"{U}: int\n", False),
+    (f"{U}: int = 1\n", True),
+    (f"def _install():\n    global {U}\n    {U} = len\n\n\n_install()\n", True),
+    (f"globals()['{U}'] = len\n", None),
+    (f"import sys\nsetattr(sys.modules[__name__], '{U}', len)\n", None),
+    ("from os.path import *\n", None),
+    (f"for {U} in [len]:\n    pass\n", True),
+    (f"[{U} for {U} in [1]]\n", False),
+]
+
+
+def test_what_a_module_binds_is_what_running_it_binds(tmp_path) -> None:
+    from lint_plugin.package_tree import defines
+
+    paths = []
+    for index, (text, _) in enumerate(BINDINGS):
+        path = tmp_path / f"m{index}.py"
+        path.write_text(text)
+        paths.append(path)
+    probe = (
+        "import importlib.util, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    spec = importlib.util.spec_from_file_location('m', path)\n"
+        "    module = sys.modules['m'] = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        f"    print(hasattr(module, {U!r}))\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe, *map(str, paths)],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    for (text, expected), path, bound in zip(BINDINGS, paths, ran, strict=True):
+        said = defines(str(path), U)
+        assert said == expected, text
+        assert said is None or said == (bound == "True"), text
