@@ -8,8 +8,13 @@ points on the harness grid with upstream's index kernel (found in the tree's
 ``sglang/srt/speculative/``; the reference kernel otherwise, and the table says
 so), compiled on CUDA when there is one, else interpreted on the CPU.
 
+Above the table, a line per kernel: the write extent derived from the kernel's own
+source and whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`,
+sympy); ``--kernel FILE`` alone prints only that.
+
 Exit 0 when every changed class is proven, 1 when one is not (its first differing
-record is printed), 2 for a usage error or when the ``[proof]`` extra is missing.
+record is printed) or a counterexample refutes the kernel's fit, 2 for a usage
+error or when the ``[proof]`` extra is missing.
 torch and triton are imported only here, and only once arguments are read.
 """
 
@@ -25,6 +30,8 @@ TYPE_CHECKING = False  # not `typing`: imported by every `check` run through the
 if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
+
+    from lint_plugin.proof.fit import KernelFit
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
@@ -60,7 +67,8 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         "--kernel",
         metavar="FILE",
         help="file defining generate_draft_decode_kv_indices "
-        "(default: found in the tree's sglang/srt/speculative/)",
+        "(default: found in the tree's sglang/srt/speculative/); given alone, "
+        "print the write extent derived from it and whether the helpers hold it",
     )
     parser.set_defaults(handler=run_prove)
 
@@ -155,6 +163,8 @@ def run_prove(args: argparse.Namespace) -> int:
     import importlib.util
     import os
 
+    if args.kernel and args.base is None and not args.paths:
+        return _kernel_only(args.kernel)
     missing = [
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
@@ -167,6 +177,8 @@ def run_prove(args: argparse.Namespace) -> int:
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
+        if args.kernel:
+            return _kernel_only(args.kernel)
         return 0
 
     import torch
@@ -202,6 +214,7 @@ def run_prove(args: argparse.Namespace) -> int:
     full = args.full or cuda
     grid = default_grid(seed=20260) + long_sequence_grid() if full else small_grid()
     print(f"kernel: {kernel_label}; {len(grid)} cases per class")
+    kernel_fits = kernel_file is None or _print_extent(text, kernel_file)
 
     rows, failures = [], []
     for pair, name in work:
@@ -212,7 +225,65 @@ def run_prove(args: argparse.Namespace) -> int:
     _print_table(rows)
     for failure in failures:
         print(f"NOT PROVEN {failure}")
-    return 1 if failures else 0
+    if not kernel_fits:
+        print(f"NOT PROVEN {kernel_file}: the helpers do not hold its writes")
+    return 1 if failures or not kernel_fits else 0
+
+
+def _print_extent(text: str, path: Path) -> bool:
+    """Print the kernel's write extent derived from its source and whether the
+    helpers hold it for all sizes (lint_plugin.proof.fit); False only when a
+    counterexample refutes them (not derived or not proven: the grid stands)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sympy") is None:
+        print("kernel extent: not derived (needs sympy: the [proof] extra)")
+        return True
+    from lint_plugin.proof.extent import DerivationError
+
+    try:
+        fit = _derive_extent(text, path)
+    except DerivationError as exc:
+        print(f"kernel extent: not derived: {exc}")
+        return True
+    except Exception as exc:  # a derivation bug must not cost the grid its verdict
+        print(f"kernel extent: not derived: {type(exc).__name__}: {exc}")
+        return True
+    return not fit.refuted
+
+
+def _derive_extent(text: str, path: Path) -> KernelFit:
+    from lint_plugin.proof.fit import describe, prove_fit
+
+    fit = prove_fit(text, filename=str(path))
+    for line in describe(fit):
+        print(line)
+    return fit
+
+
+def _kernel_only(name: str) -> int:
+    """``prove --kernel FILE`` and no classes: the derived extent alone; exit 0
+    only when the kernel fits for all sizes."""
+    import importlib.util
+    from pathlib import Path
+
+    if any(importlib.util.find_spec(m) is None for m in ("sympy", "numpy")):
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    path = Path(name)
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        return _fail(f"{path}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        return _fail(f"{path}: not UTF-8")
+    from lint_plugin.proof.extent import DerivationError
+
+    try:
+        fit = _derive_extent(text, path)
+    except DerivationError as exc:
+        return _fail(str(exc))
+    return 0 if fit.fits else 1
 
 
 def _print_table(rows: list) -> None:

@@ -62,6 +62,9 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
     print(out)
     assert status == 0, out
     assert "upstream's kernel from" in out and "interpreted" in out
+    # The kernel's own line: its write extent, derived from its source.
+    assert "kernel extent: generate_draft_decode_kv_indices" in out
+    assert "fits for all sizes" in out
     header = next(line for line in out.splitlines() if line.startswith("class"))
     for column in ("cases", "allocations", "launches", "slices", "overruns"):
         assert column in header
