@@ -267,6 +267,59 @@ def test_what_the_derivation_cannot_follow_is_named_never_proven(edit, reason):
     assert "the grid's overrun check stands" in lines
 
 
+SPELLINGS = [
+    pytest.param(
+        {"range(tl.cdiv(length, 64))": "range(0, tl.cdiv(length, 64), 1)"},
+        "fits for all sizes",
+        id="range-with-start-and-step",
+    ),
+    pytest.param(
+        {"drafts": "if topk:\n        " + DRAFTS},
+        "fits for all sizes",
+        id="if-on-an-int",
+    ),
+    pytest.param(
+        {"kv_indices_stride * step": "kv_indices_stride * (step + 1)"},
+        "DOES NOT FIT",  # the last step's row is past the buffer
+        id="writes-the-next-row",
+    ),
+    pytest.param(
+        {
+            "drafts": "if topk == 1:\n        "
+            + DRAFTS
+            + "\n    else:\n        "
+            + DRAFTS.replace("mask=draft < drafts", "mask=draft < drafts + 1")
+        },
+        "DOES NOT FIT",  # refuted in its topk > 1 branch only
+        id="a-layout-per-branch",
+    ),
+    pytest.param(
+        {
+            "kv_indices + start + length + draft": (
+                "kv_indices + tl.where(draft < drafts, start + length + draft, start)"
+            )
+        },
+        "not proven",  # a Piecewise offset: outside what the bound handles
+        id="an-offset-chosen-per-lane",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "verdict"), SPELLINGS)
+def test_our_kernels_in_other_spellings(edit, verdict):
+    fit = prove_fit(ours(**edit))
+    assert fit.verdict == verdict, "\n".join(_describe(fit))
+    if verdict == "DOES NOT FIT":
+        assert any(c.name == "fits" for _, c in fit.counterexamples())
+    per_branch = {b.label: b for b in fit.branches}
+    if "topk == 1" in edit.get("drafts", ""):
+        # The other branch's change is not in this one: it is proven.
+        branch = per_branch["topk == 1"]
+        assert [c.status for c in branch.claims] == [PROVEN, PROVEN]
+        assert render_extent(branch) == "seq_lens_sum + num_seqs*(i + 1)"
+        assert per_branch["topk != 1"].failed
+
+
 def test_a_mask_on_data_is_bounded_by_the_lanes_and_not_claimed():
     data_mask = "mask=tl.load(positions + draft) > 0)"
     fit = prove_fit(ours(DRAFTS.replace("mask=draft < drafts)", data_mask)))

@@ -130,7 +130,9 @@ def program_env(derivation: ex.Derivation, sizes: Sizes) -> tuple[dict, Launch]:
 
 
 def row_extents(derivation: ex.Derivation, sizes: Sizes) -> list[int]:
-    """One past the largest offset written into each row (0: nothing written)."""
+    """One past the largest offset written into each row (0: nothing written); a
+    write to a row past the last counts for the last, at its offset in a buffer
+    of ``num_steps`` rows of ``sizes.width``."""
     env, _ = program_env(derivation, sizes)
     lanes = list(derivation.lanes)
     shape_axes = len(lanes)
@@ -158,14 +160,14 @@ def row_extents(derivation: ex.Derivation, sizes: Sizes) -> list[int]:
         active = numpy.ones((programs,) + (1,) * shape_axes, dtype=bool)
         for cond in store.conds:
             active = active & evaluate(cond, env)
-        _collect(store, env, active, row_expr, in_row, top, sizes.num_steps)
+        _collect(store, env, active, row_expr, in_row, top, sizes)
     return top
 
 
-def _collect(store, env, active, row_expr, in_row, top, rows) -> None:
+def _collect(store, env, active, row_expr, in_row, top, sizes: Sizes) -> None:
     loops = store.loops
     if not loops:
-        _write(env, active, store.mask, row_expr, in_row, top, rows)
+        _write(env, active, store.mask, row_expr, in_row, top, sizes)
         return
     # Iterate every loop's counter as far as any program runs it.
     counters = [loop.counter for loop in loops]
@@ -173,7 +175,7 @@ def _collect(store, env, active, row_expr, in_row, top, rows) -> None:
 
     def walk(depth: int, env: dict, active) -> None:
         if depth == len(loops):
-            _write(env, active, store.mask, row_expr, in_row, top, rows)
+            _write(env, active, store.mask, row_expr, in_row, top, sizes)
             return
         loop = loops[depth]
         for m in range(limit):
@@ -187,13 +189,22 @@ def _collect(store, env, active, row_expr, in_row, top, rows) -> None:
     walk(0, env, active)
 
 
-def _write(env, active, mask, row_expr, in_row, top, rows) -> None:
+def _write(env, active, mask, row_expr, in_row, top, sizes: Sizes) -> None:
     written = active & evaluate(mask, env)
     if not numpy.any(written):
         return
     offset = evaluate(in_row, env)
     row = evaluate(row_expr, env)
     offset, row, written = numpy.broadcast_arrays(offset, row, written)
+    rows = sizes.num_steps
+    if numpy.any(written & (row < 0)):
+        raise NotEvaluable("a store writes a row before the buffer's first")
+    # Past the last row, a (num_steps, width) buffer is overrun: count it as the
+    # last row's, at its flat offset.
+    past = written & (row >= rows)
+    if numpy.any(past):
+        flat = (row[past] - (rows - 1)) * sizes.width + offset[past]
+        top[rows - 1] = max(top[rows - 1], int(flat.max()) + 1)
     for r in range(rows):
         hit = written & (row == r)
         if numpy.any(hit):

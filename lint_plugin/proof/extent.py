@@ -669,8 +669,7 @@ class _Interpreter:
             )
         x, y = a.expr, b.expr
         if isinstance(op, ast.BitAnd | ast.BitOr) and (
-            isinstance(x, sp.logic.boolalg.Boolean)
-            or isinstance(y, sp.logic.boolalg.Boolean)
+            _is_condition(x) or _is_condition(y)
         ):
             x, y = _boolean(x), _boolean(y)
             return Num(sp.And(x, y) if isinstance(op, ast.BitAnd) else sp.Or(x, y))
@@ -907,12 +906,19 @@ def _param_name(name: str) -> str:
     return f"arg_{name}" if RESERVED.fullmatch(name) else name
 
 
+def _is_condition(expr: sp.Basic) -> bool:
+    # Not isinstance(expr, Boolean): a sympy Symbol is one, and ours are integers.
+    return isinstance(
+        expr, sp.logic.boolalg.BooleanAtom | sp.logic.boolalg.BooleanFunction | sp.Rel
+    ) or (expr.is_Symbol and not expr.is_integer)
+
+
 def _truth(value: Value) -> Value:
     return Num(_boolean(value.expr)) if isinstance(value, Num) else value
 
 
 def _boolean(expr: sp.Basic) -> sp.Basic:
-    if isinstance(expr, sp.logic.boolalg.Boolean):
+    if _is_condition(expr):
         return expr
     return sp.Ne(expr, 0)
 

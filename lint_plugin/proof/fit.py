@@ -320,7 +320,16 @@ def _prove_branch(
             extra += strengthen(cond.xreplace(renaming), facts)
         return facts + extra
 
-    values = [resolve(b.value.xreplace(renaming), own_facts(b)) for b in bounds]
+    # The branch's equalities (topk == 1, NUM_STEPS == 0) hold throughout it.
+    equal = {
+        c.lhs: c.rhs
+        for c in branch.conds
+        if isinstance(c, sp.Eq) and c.lhs.is_Symbol and not c.rhs.free_symbols
+    }
+    values = [
+        resolve(b.value.xreplace(renaming).xreplace(equal), own_facts(b))
+        for b in bounds
+    ]
     best = None
     for k, candidate in enumerate(values):
         if all(
@@ -343,7 +352,7 @@ def _prove_branch(
     if not per_program.free_symbols <= allowed:
         extra = per_program.free_symbols - allowed
         return _unproven(branch, f"the extent depends on {sorted(map(str, extra))}")
-    last_t = {ex.T: ex.TOPK - 1}
+    last_t = {ex.T: (ex.TOPK - 1).xreplace(equal)}
     step_t = per_program.xreplace({ex.T: ex.T + 1}) - per_program
     if not nonneg(step_t, [*facts, ex.TOPK - 2 - ex.T]):
         return _unproven(branch, "not proven nondecreasing in the branch t")
@@ -354,8 +363,9 @@ def _prove_branch(
     step_b = top.xreplace(advance) - top
     if not nonneg(step_b, [*facts, ex.NUM_SEQS - 2 - ex.B]):
         return _unproven(branch, "not proven nondecreasing in the sequence b")
-    witness = {ex.B: ex.NUM_SEQS - 1, ex.T: ex.TOPK - 1, ex.BLK: 0}
-    row_extent = top.xreplace({ex.B: ex.NUM_SEQS - 1}) + 1
+    last_b = (ex.NUM_SEQS - 1).xreplace(equal)
+    witness = {ex.B: last_b, **last_t, ex.BLK: 0}
+    row_extent = top.xreplace({ex.B: last_b}) + 1
     totals = {}
     in_totals = {}
     for sym, f in derivation.prefix_sums.items():
@@ -377,7 +387,7 @@ def _prove_branch(
     branch.extent = extent
     own = {ex.SEQ_LEN_J: ex.SEQ_LEN}
     r = sum((alphas[t] * f.xreplace(own) for t, f in totals.items()), beta)
-    u = ex.TOPK * ex.SEQ_LEN + ex.TOPK * (ex.ROW + 1)
+    u = (ex.TOPK * ex.SEQ_LEN + ex.TOPK * (ex.ROW + 1)).xreplace(equal)
     attained = _attained(derivation, bounds[best], witness, renaming, facts)
     branch.exact = attained
     claims = []
@@ -395,7 +405,8 @@ def _prove_branch(
         else:
             claims.append(Claim("=", NOT_PROVEN, "the extent is another function"))
     fit_facts = [*facts, MAX_CONTEXT - ex.SEQ_LEN - ex.NUM_STEPS]
-    ok = nonneg(ex.TOPK * MAX_CONTEXT - r, fit_facts) and nonneg(-gamma, facts)
+    width = (ex.TOPK * MAX_CONTEXT).xreplace(equal)
+    ok = nonneg(width - r, fit_facts) and nonneg(-gamma, facts)
     claims.append(Claim("fits", PROVEN if ok else NOT_PROVEN))
     branch.claims = claims  # what is not proven, the search tries to refute
     return branch
@@ -576,7 +587,7 @@ def render_extent(branch: Branch) -> str:
     rest = sp.expand(rest)
     beta = sp.factor(rest.coeff(ex.NUM_SEQS))
     if beta != 0:
-        parts.append(f"num_seqs*{beta}")
+        parts.append(f"num_seqs*{_grouped(beta)}")
         rest = sp.expand(rest - beta * ex.NUM_SEQS)
     if rest != 0:
         parts.append(str(rest))
@@ -584,7 +595,11 @@ def render_extent(branch: Branch) -> str:
 
 
 def _factor(alpha: sp.Expr) -> str:
-    return "" if alpha == 1 else f"{alpha}*"
+    return "" if alpha == 1 else f"{_grouped(alpha)}*"
+
+
+def _grouped(expr: sp.Expr) -> str:
+    return f"({expr})" if isinstance(expr, sp.Add) else str(expr)
 
 
 def describe(fit: KernelFit) -> list[str]:

@@ -25,6 +25,7 @@ poses have a handful of facts each.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 
@@ -81,7 +82,9 @@ def nonneg(
     """Proven: ``goal >= 0`` at every nonnegative integer point where every fact
     is >= 0."""
     goal = sp.sympify(goal)
-    facts = _relevant(goal, [sp.sympify(f) for f in facts])
+    facts = _relevant(goal, [_expand(sp.sympify(f)) for f in facts])
+    goal, facts = _equalities(goal, facts)
+    facts = _relevant(goal, facts)
     key = (goal, tuple(facts), budget)
     if key not in _memo:
         if len(_memo) > 20000:
@@ -91,6 +94,35 @@ def nonneg(
 
 
 _memo: dict = {}
+
+
+@functools.lru_cache(maxsize=8192)
+def _expand(expr: sp.Expr) -> sp.Expr:
+    return sp.expand(expr)
+
+
+def _equalities(goal: sp.Expr, facts: list[sp.Expr]) -> tuple[sp.Expr, list]:
+    """Facts ``f >= 0`` and ``-f >= 0`` together say ``f == 0``: solved for a
+    symbol of coefficient 1 or -1 and substituted everywhere (exact, no slack)."""
+    changed = True
+    while changed:
+        changed = False
+        present = set(facts)
+        for fact in facts:
+            if fact.is_number or _expand(-fact) not in present:
+                continue
+            heads = _linear_heads(fact)
+            if not heads:
+                continue
+            v, coeff = heads[0]
+            value = sp.expand(-(fact - coeff * v) / coeff)
+            rest = [f for f in facts if f not in (fact, _expand(-fact))]
+            # v >= 0 stays a fact about what replaced it.
+            facts = [sp.expand(f.xreplace({v: value})) for f in rest] + [value]
+            goal = goal.xreplace({v: value})
+            changed = True
+            break
+    return goal, facts
 
 
 def _relevant(goal: sp.Expr, facts: list[sp.Expr]) -> list[sp.Expr]:
