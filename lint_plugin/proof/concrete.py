@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy
 import sympy as sp
 
+from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_used_len
+
 from . import extent as ex
 from .numeric import NotEvaluable, evaluate
 
@@ -53,11 +55,15 @@ class Sizes:
         return dict(self.params).get(name)
 
     def used_len(self, row: int) -> int:
-        return self.topk * sum(self.seq_lens) + self.num_seqs * self.topk * (row + 1)
+        """What the helper gives row ``row`` (the bundled runtime's helpers)."""
+        bs = self.num_seqs * self.topk
+        return draft_kv_indices_used_len(sum(self.seq_lens), self.topk, bs, row + 1)
 
     @property
     def width(self) -> int:
-        return self.num_seqs * self.topk * self.max_context_len
+        return draft_kv_indices_buffer_width(
+            self.num_seqs, self.topk, self.max_context_len
+        )
 
     def describe(self) -> str:
         extra = "".join(f" {k}={v}" for k, v in self.params)
