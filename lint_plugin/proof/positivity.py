@@ -128,19 +128,22 @@ def _equalities(goal: sp.Expr, facts: list[sp.Expr]) -> tuple[sp.Expr, list]:
 def _relevant(goal: sp.Expr, facts: list[sp.Expr]) -> list[sp.Expr]:
     """The facts linked to the goal through shared symbols; the others say
     nothing about it (every symbol ranges independently over the rest)."""
-    reach = set(goal.free_symbols)
-    kept: list[sp.Expr] = []
-    pending = list(dict.fromkeys(facts))
-    grew = True
-    while grew:
-        grew = False
-        for fact in list(pending):
-            if fact.free_symbols & reach or not fact.free_symbols:
-                reach |= fact.free_symbols
-                kept.append(fact)
-                pending.remove(fact)
-                grew = True
-    return kept
+    facts = list(dict.fromkeys(facts))
+    by_symbol: dict[sp.Symbol, list[int]] = {}
+    for index, fact in enumerate(facts):
+        for sym in fact.free_symbols:
+            by_symbol.setdefault(sym, []).append(index)
+    keep = {index for index, fact in enumerate(facts) if not fact.free_symbols}
+    frontier = list(goal.free_symbols)
+    seen = set(frontier)
+    while frontier:
+        for index in by_symbol.get(frontier.pop(), ()):
+            if index not in keep:
+                keep.add(index)
+                new = facts[index].free_symbols - seen
+                seen |= new
+                frontier.extend(new)
+    return [facts[index] for index in sorted(keep)]
 
 
 def _cases(goal: sp.Expr, facts: list[sp.Expr], budget: list[int], depth: int) -> bool:
