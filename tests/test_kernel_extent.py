@@ -351,6 +351,10 @@ def test_prove_kernel_alone_prints_the_extent(version, capsys):
     assert head.startswith("kernel extent: generate_draft_decode_kv_indices (")
     assert head.split("): ")[1].startswith("fits for all sizes (sympy, ")
     assert f"row i holds {USED_LEN} = draft_kv_indices_used_len(" in out
+    # DESIGN.md's offset, cum_seq_len*topk + b*(i+1)*topk + t*(seq_len+i+1), and
+    # the branch's seq_len + i + 1 entries: derived from the source.
+    layout = "topk*seq_lens_before_b + b*topk*(i + 1) + t*(i + seq_len + 1)"
+    assert f"program (b, t) writes below {layout} + i + seq_len + 1;" in out
     assert (f"row i holds {WINDOWED} <= " in out) == (version == "0.5.23")
 
 

@@ -594,6 +594,34 @@ def render_extent(branch: Branch) -> str:
     return " + ".join(parts).replace("+ -", "- ")
 
 
+def render_program(derivation: ex.Derivation, branch: Branch) -> str | None:
+    """One past the largest offset program (b, t) of row i writes, as the layout
+    reads: the prefix sums, b and t with their strides, then the rest."""
+    if branch.per_program is None:
+        return None
+    names = {}
+    for sym, f in derivation.prefix_sums.items():
+        total = _total_name(f)
+        names[sym] = symbol(
+            "seq_lens_before_b" if total == "seq_lens_sum" else f"{total}_before_b"
+        )
+    rest = sp.expand(branch.per_program + 1).xreplace(names)
+    parts = []
+    for sym in (*names.values(), ex.B, ex.T):
+        stride = sp.factor(rest.coeff(sym))
+        if stride == 0 or stride.free_symbols & {*names.values(), ex.B, ex.T}:
+            continue
+        parts.append(
+            f"{_grouped(stride)}*{sym}"
+            if sym in names.values()
+            else f"{sym}*{_grouped(stride)}"
+        )
+        rest = sp.expand(rest - stride * sym)
+    if rest != 0:
+        parts.append(str(rest))
+    return " + ".join(parts).replace("Min(", "min(").replace("+ -", "- ")
+
+
 def _factor(alpha: sp.Expr) -> str:
     return "" if alpha == 1 else f"{_grouped(alpha)}*"
 
@@ -644,7 +672,13 @@ def describe(fit: KernelFit) -> list[str]:
         many = f" ({len(members)} branches)" if len(members) > 1 else ""
         rel = {"=": "=", "<=": "<=", "?": "vs"}.get(relation, "vs")
         holds = "holds" if all(m.exact for m in members) else "holds at most"
-        lines.append(f"  {label}{many}: row i {holds} {shown} {rel} {USED}")
+        lines.append(f"  {label}{many}: row i holds {shown} {rel} {USED}")
+        lines[-1] = lines[-1].replace("row i holds", f"row i {holds}", 1)
+        ends = render_program(d, members[0])
+        if ends and members[0].extent is not None:
+            lines.append(
+                f"    program (b, t) writes below {ends}; the most at the last one"
+            )
     for branch in fit.branches:
         for claim in branch.failed:
             target = WIDTH if claim.name == "fits" else USED
