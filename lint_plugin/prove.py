@@ -3,19 +3,23 @@
 For the maintainer who just ran ``fix`` on their branch: every multi-step draft
 backend class whose code differs between ``--base REV`` (``git show REV:path``)
 and the working tree -- or between two files given as ``OLD NEW`` -- is compiled
-alone from both texts (nothing of them is imported), driven through its entry
-points on the harness grid with upstream's index kernel (found in the tree's
-``sglang/srt/speculative/``; the reference kernel otherwise, and the table says
-so), compiled on CUDA when there is one, else interpreted on the CPU.
+alone from both texts (nothing of them is imported), built with a stand-in
+model runner and driven through every entry point it has over the proof's grid,
+on the index kernel of the tree's own release (found by following the backend's
+import; ``--kernel FILE`` names one, ``--reference-kernel`` asks for the torch
+reference), compiled on CUDA when there is one, else interpreted on the CPU.
 
-Above the table, a line per kernel: the write extent derived from the kernel's own
-source and whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`,
-sympy); ``--kernel FILE`` alone prints only that.
+Under each kernel's line, its write extent derived from that same source and
+whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`, sympy);
+``--kernel FILE`` alone prints only that.
 
-Exit 0 when every changed class is proven, 1 when one is not (its first differing
-record is printed) or a counterexample refutes the kernel's fit, 2 for a usage
-error or when the ``[proof]`` extra is missing.
-torch and triton are imported only here, and only once arguments are read.
+Exit 0 when every changed class is proven, 1 when one differs (its first
+differing record is printed) or a counterexample refutes a kernel's fit, 3 when
+none differs but one cannot be driven or a changed line of it never ran, 2 for
+a usage error or when the ``[proof]`` extra is missing. ``--kernel FILE`` alone
+exits 0 when the kernel fits for all sizes, 1 on a counterexample, 3 when its
+extent is not derived or not proven. torch and triton are imported only here,
+and only once arguments are read.
 """
 
 from __future__ import annotations
@@ -30,17 +34,25 @@ TYPE_CHECKING = False  # not `typing`: imported by every `check` run through the
 if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
+    from typing import Any, NoReturn
 
-    from lint_plugin.proof.fit import KernelFit
+    from lint_plugin.proof.triton_source import KernelSource
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
 
 DRAFT_SUFFIX = "MultiStepDraftBackend"
-INSTALL_HINT = (
-    "draft-kv-lint prove needs torch, triton and numpy: "
-    "pip install 'draft-kv-lint[proof]'"
-)
+EXIT_PROVEN, EXIT_DIFFERS, EXIT_USAGE, EXIT_CANNOT_DRIVE = 0, 1, 2, 3
+NEEDS = "draft-kv-lint prove needs torch, triton and numpy (the [proof] extra)"
+
+
+def install_hint() -> str:
+    """What to run, the way this copy was installed (lint_plugin.install_origin):
+    no registry serves draft-kv-lint, so a bare ``draft-kv-lint[proof]`` is none."""
+    from lint_plugin.install_origin import install_command
+
+    command = install_command("proof")
+    return f"{NEEDS}: {command}" if command else f"{NEEDS}."
 
 
 def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,7 +63,8 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
             "Run the differential harness on every *MultiStepDraftBackend class "
             "that differs between --base REV and the working tree (or between two "
             "files OLD NEW). Exit 0 when every changed class is proven, 1 when one "
-            "is not, 2 on usage errors or without the [proof] extra."
+            "differs, 3 when one cannot be driven (or a changed line never ran), "
+            "2 on usage errors or without the [proof] extra."
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH")
@@ -61,14 +74,30 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="the full grid (128 random cases + long sequences; default on CUDA)",
+        help="the full grid (every num_seqs <= 4, topk, steps, and more seeded "
+        "cases over every axis; default on CUDA)",
     )
-    parser.add_argument(
+    kernels = parser.add_mutually_exclusive_group()
+    kernels.add_argument(
         "--kernel",
         metavar="FILE",
-        help="file defining generate_draft_decode_kv_indices "
-        "(default: found in the tree's sglang/srt/speculative/); given alone, "
+        help="file defining generate_draft_decode_kv_indices, used for both sides "
+        "(default: the one each backend imports, in its own tree); given alone, "
         "print the write extent derived from it and whether the helpers hold it",
+    )
+    kernels.add_argument(
+        "--reference-kernel",
+        action="store_true",
+        help="use the bundled torch reference of the kernel (knows no draft "
+        "window) instead of upstream's",
+    )
+    parser.add_argument(
+        "--graph-entry",
+        choices=("auto", "common_template"),
+        default="auto",
+        help="how the CUDA-graph capture is driven: each class's own entry "
+        "points, mapped across 0.5.13's renames (auto), or common_template "
+        "directly for both sides, replay skipped",
     )
     parser.set_defaults(handler=run_prove)
 
@@ -78,12 +107,16 @@ class Pair:
     label: str
     before: str  # text
     after: str
+    before_name: str  # what the old text is compiled as (a path, or REV:path)
+    before_path: Path  # where its tree is (the working tree's file for --base)
     after_path: Path
 
 
-def _fail(message: str) -> int:
-    print(f"draft-kv-lint prove: {message}", file=sys.stderr)
-    return 2
+def _fail(message: str) -> NoReturn:
+    """A usage error: the CLI prints prove's usage, then the message (exit 2)."""
+    from lint_plugin.cli import UsageError
+
+    raise UsageError(message)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -104,7 +137,19 @@ def _pairs(args: argparse.Namespace) -> list[Pair] | str:
         for path in (old, new):
             if not path.is_file():
                 return f"{path}: no such file"
-        return [Pair(str(new), old.read_text("utf-8"), new.read_text("utf-8"), new)]
+        return [
+            Pair(
+                str(new),
+                old.read_text("utf-8"),
+                new.read_text("utf-8"),
+                str(old),
+                old,
+                new,
+            )
+        ]
+    for name in args.paths:
+        if not Path(name).exists():
+            return f"{name}: no such file or directory"
     top = _git(["rev-parse", "--show-toplevel"], Path.cwd())
     if top.returncode:
         return "--base needs a git work tree: " + top.stderr.strip()
@@ -120,7 +165,8 @@ def _pairs(args: argparse.Namespace) -> list[Pair] | str:
         shown = _git(["show", f"{args.base}:{name}"], root)
         if shown.returncode:  # a new file: nothing to compare with
             continue
-        pairs.append(Pair(name, shown.stdout, path.read_text("utf-8"), path))
+        text = path.read_text("utf-8")
+        pairs.append(Pair(name, shown.stdout, text, f"{args.base}:{name}", path, path))
     return pairs
 
 
@@ -143,43 +189,99 @@ def changed_classes(pair: Pair) -> list[str]:
     return sorted(n for n in before.keys() & after.keys() if before[n] != after[n])
 
 
-def _find_kernel_file(args: argparse.Namespace, paths: list[Path]) -> Path | None:
+@record
+class Side:
+    """The kernel one side of a pair runs on, or why there is none."""
+
+    factory: Any = None
+    source: Any = None  # KernelSource; None for the reference kernel
+    label: str = ""
+    problem: str | None = None
+
+
+def _sides(args: argparse.Namespace, pairs: list[Pair], device: str) -> Any:
+    """A function giving each pair's (before, after) kernel sides."""
     from pathlib import Path
 
+    from lint_plugin.proof import ReferenceDraftKernel
+    from lint_plugin.proof.errors import HarnessError
+    from lint_plugin.proof.guarded_launch import GuardedDraftKernel
+    from lint_plugin.proof.kernel import CLASSIC
+    from lint_plugin.proof.locate import locate_kernel
+    from lint_plugin.proof.triton_source import jit_kernel, kernel_from_text
+
+    cache: dict = {}
+
+    def upstream(source: Any) -> Side:
+        try:
+            jitted = jit_kernel(source, device)
+        except HarnessError as exc:
+            return Side(problem=f"{source.path}: {exc}")
+        factory = GuardedDraftKernel.factory(jitted, source.digest)
+        return Side(factory, source, source.path)
+
+    def located(path: Path, text: str | None = None) -> Side:
+        key = (str(path), text)
+        if key not in cache:
+            try:
+                cache[key] = upstream(locate_kernel(path, text))
+            except HarnessError as exc:
+                cache[key] = Side(problem=str(exc))
+        return cache[key]
+
+    def reference(path: Path) -> Side:
+        try:
+            params = locate_kernel(path).parameters
+        except HarnessError:
+            params = None
+        aliases = {"row_stride": "pool_len"}
+        if params is not None and tuple(aliases.get(p, p) for p in params[:13]) != (
+            CLASSIC
+        ):
+            return Side(
+                problem=f"the reference kernel does not take this release's "
+                f"arguments ({', '.join(params)})"
+            )
+        return Side(ReferenceDraftKernel, None, "the reference kernel")
+
     if args.kernel:
-        return Path(args.kernel)
-    for path in paths:
-        for parent in path.resolve().parents:
-            folder = parent / "speculative"
-            if folder.is_dir():
-                for candidate in sorted(folder.glob("*.py")):
-                    text = candidate.read_text("utf-8", errors="replace")
-                    if "def generate_draft_decode_kv_indices(" in text:
-                        return candidate
-    return None
+        path = Path(args.kernel)
+        text = path.read_text("utf-8")
+        try:
+            source = kernel_from_text(text, str(path), "--kernel")
+        except (HarnessError, SyntaxError) as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+        side = upstream(source)
+        return lambda pair: (side, side)
+    if args.reference_kernel:
+        return lambda pair: (reference(pair.before_path), reference(pair.after_path))
+    if args.base is not None:  # one kernel for both sides: the working tree's
+        return lambda pair: (located(pair.after_path),) * 2
+    return lambda pair: (located(pair.before_path), located(pair.after_path))
 
 
 def run_prove(args: argparse.Namespace) -> int:
     import importlib.util
     import os
+    from pathlib import Path
 
+    if args.kernel and not Path(args.kernel).is_file():
+        return _fail(f"{args.kernel}: no such file")
     if args.kernel and args.base is None and not args.paths:
-        return _kernel_only(args.kernel)
+        return _kernel_only(Path(args.kernel))
     missing = [
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
     if missing:
-        print(INSTALL_HINT, file=sys.stderr)
-        return 2
+        print(install_hint(), file=sys.stderr)
+        return EXIT_USAGE
     pairs = _pairs(args)
     if isinstance(pairs, str):
         return _fail(pairs)
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
-        if args.kernel:
-            return _kernel_only(args.kernel)
-        return 0
+        return _kernel_only(Path(args.kernel)) if args.kernel else EXIT_PROVEN
 
     import torch
 
@@ -188,102 +290,174 @@ def run_prove(args: argparse.Namespace) -> int:
     if not cuda:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
-    from lint_plugin.proof import ReferenceDraftKernel, default_grid
-    from lint_plugin.proof.errors import HarnessError
-    from lint_plugin.proof.guarded_launch import GuardedDraftKernel
-    from lint_plugin.proof.triton_source import (
-        interpreting,
-        jit_kernel,
-        kernel_from_text,
-    )
-    from lint_plugin.proof.verdict import long_sequence_grid, prove_class, small_grid
+    from lint_plugin.proof.grid import proof_grid
+    from lint_plugin.proof.names import ASSUMPTIONS
+    from lint_plugin.proof.triton_source import interpreting
+    from lint_plugin.proof.verdict import DIFFERS, PROVEN, ClassProof, prove_class
 
-    kernel_file = _find_kernel_file(args, [pair.after_path for pair in pairs])
-    if kernel_file is None:
-        kernel = ReferenceDraftKernel
-        kernel_label = "the reference kernel (no upstream kernel found; --kernel)"
-    else:
-        try:
-            text = kernel_file.read_text("utf-8")
-            source = kernel_from_text(text, str(kernel_file))
-            kernel = GuardedDraftKernel.factory(jit_kernel(source, device))
-        except (OSError, HarnessError) as exc:
-            return _fail(f"{kernel_file}: {exc}")
-        mode = "interpreted" if interpreting() else "compiled"
-        kernel_label = f"upstream's kernel from {kernel_file} ({mode}, {device})"
+    try:
+        sides_of = _sides(args, pairs, device)
+    except (OSError, ValueError) as exc:
+        return _fail(str(exc))
+    sides = {pair.label: sides_of(pair) for pair, _ in work}
+    kernels = [s.source for pair in sides.values() for s in pair if s.source]
+    windows = any("window_size" in k.parameters for k in kernels)
     full = args.full or cuda
-    grid = default_grid(seed=20260) + long_sequence_grid() if full else small_grid()
-    print(f"kernel: {kernel_label}; {len(grid)} cases per class")
-    kernel_fits = kernel_file is None or _print_extent(text, kernel_file)
+    grid = proof_grid(full=full, windows=windows)
+    mode = "interpreted" if device == "cpu" and interpreting() else "compiled"
+    extents = _Extents()
+    for line in _kernel_lines(args, sides, f"{mode}, {device}", extents):
+        print(line)
+    more = (
+        ""
+        if full
+        else f"; --full for {len(proof_grid(True, windows)) - len(grid)} more"
+    )
+    print(
+        f"grid: {len(grid)} cases per class (page size 1 and > 1, 1-8 sequences, "
+        f"max_bs up to 12, topk 1-8, a 32768-token context"
+        f"{', draft windows on and off' if windows else ''}{more})"
+    )
+    print("assumptions: " + "; ".join(ASSUMPTIONS))
 
-    rows, failures = [], []
+    rows = []
     for pair, name in work:
-        proof = prove_class(pair.before, pair.after, name, grid, device, kernel=kernel)
+        before, after = sides[pair.label]
+        problem = before.problem or after.problem
+        if problem is not None:
+            proof = ClassProof(name, cannot_drive=problem)
+        else:
+            proof = prove_class(
+                pair.before,
+                pair.after,
+                name,
+                grid,
+                device,
+                kernel=before.factory,
+                kernel_after=after.factory,
+                graph_entry=args.graph_entry,
+                names=(pair.before_name, str(pair.after_path)),
+            )
         rows.append((f"{pair.label}::{name}", proof))
-        if not proof.proven:
-            failures.append(f"{pair.label}::{name}: {proof.failure}")
     _print_table(rows)
-    for failure in failures:
-        print(f"NOT PROVEN {failure}")
-    if not kernel_fits:
-        print(f"NOT PROVEN {kernel_file}: the helpers do not hold its writes")
-    return 1 if failures or not kernel_fits else 0
+    for label, proof in rows:
+        _print_details(label, proof)
+    for source in extents.refuted:
+        print(f"NOT PROVEN {source.path}: the helpers do not hold its writes")
+    statuses = {proof.status for _, proof in rows}
+    if DIFFERS in statuses or extents.refuted:
+        return EXIT_DIFFERS
+    return EXIT_PROVEN if statuses == {PROVEN} else EXIT_CANNOT_DRIVE
 
 
-def _print_extent(text: str, path: Path) -> bool:
-    """Print the kernel's write extent derived from its source and whether the
-    helpers hold it for all sizes (lint_plugin.proof.fit); False only when a
-    counterexample refutes them (not derived or not proven: the grid stands)."""
+def _kernel_lines(
+    args: argparse.Namespace, sides: dict, mode: str, extents: _Extents
+) -> list[str]:
+    """One line per kernel the proof runs on (both sides, or each side's), each
+    upstream kernel followed by its derived extent the first time it is named."""
+
+    def describe(side: Any) -> str:
+        if side.problem is not None:
+            return f"none ({side.problem})"
+        if side.source is None:
+            return "the reference kernel (--reference-kernel; knows no draft window)"
+        how = f", {side.source.located_by}" if side.source.located_by else ""
+        return f"{side.source.path} (digest {side.source.digest}{how}; {mode})"
+
+    lines = []
+    seen = set()
+    for label, (before, after) in sides.items():
+        one = before is after or (
+            before.source is not None
+            and after.source is not None
+            and before.source.path == after.source.path
+        )
+        if one or (before.source is None and after.source is None):
+            named = [(f"kernel (both sides): {describe(before)}", before)]
+        else:
+            named = [
+                (f"kernel before: {describe(before)}", before),
+                (f"kernel after: {describe(after)}", after),
+            ]
+        if args.base is None and len(sides) > 1:
+            named = [(f"{label}: {text}", side) for text, side in named]
+        if tuple(text for text, _ in named) in seen:
+            continue
+        seen.add(tuple(text for text, _ in named))
+        for text, side in named:
+            lines.append(text)
+            if side.source is not None:
+                lines += extents.lines(side.source)
+    return lines
+
+
+class _Extents:
+    """The extent derived from each distinct kernel (by digest), once."""
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+        self.refuted: list[KernelSource] = []
+
+    def lines(self, source: KernelSource) -> list[str]:
+        if source.digest in self.shown:
+            return [f"  kernel extent: as above (digest {source.digest})"]
+        self.shown.add(source.digest)
+        fit, lines = _extent_of(source)
+        if fit is not None and fit.refuted:
+            self.refuted.append(source)
+        return ["  " + line for line in lines]
+
+
+def _extent_of(source: KernelSource) -> tuple[Any, list[str]]:
+    """The kernel's write extent derived from its source and whether the helpers
+    hold it for all sizes (:mod:`lint_plugin.proof.fit`); no fit where it was not
+    derived (the grid's overrun check stands)."""
     import importlib.util
 
     if importlib.util.find_spec("sympy") is None:
-        print("kernel extent: not derived (needs sympy: the [proof] extra)")
-        return True
+        return None, ["kernel extent: not derived (needs sympy: the [proof] extra)"]
     from lint_plugin.proof.extent import DerivationError
+    from lint_plugin.proof.fit import describe, prove_kernel
 
     try:
-        fit = _derive_extent(text, path)
+        fit = prove_kernel(source)
     except DerivationError as exc:
-        print(f"kernel extent: not derived: {exc}")
-        return True
+        return None, [f"kernel extent: not derived: {exc}"]
     except Exception as exc:  # a derivation bug must not cost the grid its verdict
-        print(f"kernel extent: not derived: {type(exc).__name__}: {exc}")
-        return True
-    return not fit.refuted
+        return None, [f"kernel extent: not derived: {type(exc).__name__}: {exc}"]
+    return fit, describe(fit)
 
 
-def _derive_extent(text: str, path: Path) -> KernelFit:
-    from lint_plugin.proof.fit import describe, prove_fit
-
-    fit = prove_fit(text, filename=str(path))
-    for line in describe(fit):
-        print(line)
-    return fit
-
-
-def _kernel_only(name: str) -> int:
-    """``prove --kernel FILE`` and no classes: the derived extent alone; exit 0
-    only when the kernel fits for all sizes."""
+def _kernel_only(path: Path) -> int:
+    """``prove --kernel FILE`` and no classes: the derived extent alone."""
     import importlib.util
-    from pathlib import Path
 
     if any(importlib.util.find_spec(m) is None for m in ("sympy", "numpy")):
-        print(INSTALL_HINT, file=sys.stderr)
-        return 2
-    path = Path(name)
+        print(install_hint(), file=sys.stderr)
+        return EXIT_USAGE
     try:
         text = path.read_text("utf-8")
     except OSError as exc:
         return _fail(f"{path}: {exc.strerror or exc}")
     except UnicodeDecodeError:
         return _fail(f"{path}: not UTF-8")
+    from lint_plugin.proof.errors import HarnessError
     from lint_plugin.proof.extent import DerivationError
+    from lint_plugin.proof.fit import describe, prove_kernel
+    from lint_plugin.proof.triton_source import kernel_from_text
 
     try:
-        fit = _derive_extent(text, path)
-    except DerivationError as exc:
+        source = kernel_from_text(text, str(path), "--kernel")
+        fit = prove_kernel(source)
+    except SyntaxError as exc:
+        return _fail(f"{path}: does not parse: {exc.msg}")
+    except (HarnessError, DerivationError) as exc:
         return _fail(str(exc))
-    return 0 if fit.fits else 1
+    for line in describe(fit):
+        print(line)
+    if fit.fits:
+        return EXIT_PROVEN
+    return EXIT_DIFFERS if fit.refuted else EXIT_CANNOT_DRIVE
 
 
 def _print_table(rows: list) -> None:
@@ -294,6 +468,8 @@ def _print_table(rows: list) -> None:
         "launches",
         "slices",
         "overruns before/after",
+        "raised",
+        "wall",
         "verdict",
     )
     table = [header] + [
@@ -304,6 +480,8 @@ def _print_table(rows: list) -> None:
             str(p.launches),
             str(p.slices),
             f"{p.overruns_before}/{p.overruns_after}",
+            str(p.raised),
+            f"{p.wall:.1f}s",
             p.verdict,
         )
         for label, p in rows
@@ -315,3 +493,20 @@ def _print_table(rows: list) -> None:
                 cell.ljust(w) for cell, w in zip(row, widths, strict=True)
             ).rstrip()
         )
+
+
+def _print_details(label: str, proof: Any) -> None:
+    if proof.failure is not None:
+        print(f"NOT PROVEN {label}: {proof.failure}")
+    if proof.raised:
+        refused = f", {proof.refused} refused by __init__" if proof.refused else ""
+        print(
+            f"  {label}: {proof.raised} cases raised the same on both sides"
+            f"{refused}: {proof.first_raise}"
+        )
+    for note in proof.notes:
+        print(f"  {label}: {note}")
+    if proof.unran:
+        print(f"NOT PROVEN {label}: changed lines that never ran on the grid:")
+        for line in proof.unran:
+            print(f"  {line.describe()}")

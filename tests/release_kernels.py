@@ -1,45 +1,36 @@
 """Each pinned release's own index kernel, and the distinct kernels among them.
 
-Where the kernel lives moves with the release (``speculative/eagle_utils.py``
-before 0.5.3, ``spec_utils.py`` to 0.5.12.post1, ``triton_ops/cache_locs.py`` in
-0.5.13, ``sglang/kernels/ops/speculative/cache_locs.py`` in 0.5.23). Issue 19
-gives ``prove`` a locator of its own; this one, for the tests, is the one function
-to swap for it.
+Found the way ``prove`` finds it (:func:`lint_plugin.proof.locate.locate_kernel`):
+by following a backend's own import of ``generate_draft_decode_kv_indices`` in
+the release's tree (``speculative/eagle_utils.py`` before 0.5.3, ``spec_utils.py``
+to 0.5.12.post1, ``triton_ops/cache_locs.py`` in 0.5.13,
+``sglang/kernels/ops/speculative/cache_locs.py`` in 0.5.23, re-exported by
+``spec_utils``), so the extent the tests derive is from the very kernel the
+harness runs.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
-from corpus import WHEELS, tree
+from corpus import WHEELS, attention_dir
 
-from lint_plugin.proof.triton_source import KERNEL, kernel_from_text
+from lint_plugin.proof.locate import locate_kernel
+from lint_plugin.proof.triton_source import KernelSource
 
-KNOWN_PLACES = (
-    "sglang/kernels/ops/speculative/cache_locs.py",
-    "sglang/srt/speculative/triton_ops/cache_locs.py",
-    "sglang/srt/speculative/spec_utils.py",
-    "sglang/srt/speculative/eagle_utils.py",
-)
-
-
-def locate_kernel(root: Path) -> Path | None:
-    """The file under ``root`` (a folder holding ``sglang/``) defining the kernel."""
-    for place in KNOWN_PLACES:
-        path = root / place
-        if path.is_file() and f"def {KERNEL}(" in path.read_text("utf-8"):
-            return path
-    return None
+# Every pinned release's triton backend launches the kernel.
+BACKEND = "triton_backend.py"
 
 
 @dataclass(frozen=True)
 class ReleaseKernel:
     versions: tuple[str, ...]  # every pinned release running this very code
-    path: Path  # the first of them's file
-    text: str
-    digest: str
+    source: KernelSource  # the first of them's
+
+    @property
+    def digest(self) -> str:
+        return self.source.digest
 
     @property
     def name(self) -> str:
@@ -47,25 +38,20 @@ class ReleaseKernel:
         return first if first == last else f"{first}..{last}"
 
 
-def kernel_of(version: str) -> Path:
-    found = locate_kernel(tree(version))
-    if found is None:  # 0.5.23 keeps it outside srt/: the whole package
-        found = locate_kernel(tree(version, whole=True))
-    assert found is not None, f"sglang {version}: no {KERNEL}"
-    return found
+@functools.cache
+def kernel_of(version: str) -> KernelSource:
+    """The kernel ``version``'s triton backend launches, located in its tree."""
+    return locate_kernel(attention_dir(version) / BACKEND)
 
 
 @functools.cache
 def distinct_kernels() -> tuple[ReleaseKernel, ...]:
     """The kernels of all pinned releases, one per distinct code (by digest)."""
-    groups: dict[str, list[tuple[str, Path]]] = {}
+    groups: dict[str, list[tuple[str, KernelSource]]] = {}
     for version in WHEELS:
-        path = kernel_of(version)
-        digest = kernel_from_text(path.read_text("utf-8"), str(path)).digest
-        groups.setdefault(digest, []).append((version, path))
+        source = kernel_of(version)
+        groups.setdefault(source.digest, []).append((version, source))
     return tuple(
-        ReleaseKernel(
-            tuple(v for v, _ in found), found[0][1], found[0][1].read_text(), digest
-        )
-        for digest, found in groups.items()
+        ReleaseKernel(tuple(v for v, _ in found), found[0][1])
+        for found in groups.values()
     )

@@ -29,8 +29,15 @@ from release_kernels import distinct_kernels, kernel_of
 
 from lint_plugin.cli import main
 from lint_plugin.proof.concrete import Sizes, row_extents
-from lint_plugin.proof.fit import PROVEN, KernelFit, prove_fit, render_extent
+from lint_plugin.proof.fit import (
+    PROVEN,
+    KernelFit,
+    prove_fit,
+    prove_kernel,
+    render_extent,
+)
 from lint_plugin.proof.fit import describe as _describe
+from lint_plugin.proof.triton_source import KernelSource
 
 # One release per distinct kernel, and the two files of the shared one.
 RELEASES = ("0.4.6.post5", "0.4.7", "0.5.12.post1", "0.5.13", "0.5.23")
@@ -38,14 +45,19 @@ USED_LEN = "topk*seq_lens_sum + num_seqs*topk*(i + 1)"
 WINDOWED = "topk*sum(min(seq_len, sink_size + window_size)) + num_seqs*topk*(i + 1)"
 
 
-def _kernel(version: str) -> tuple[str, str]:
+def _source(version: str) -> KernelSource:
+    """The kernel ``prove`` runs for ``version`` (its backend's import, followed)."""
     try:
-        path = kernel_of(version)
+        return kernel_of(version)
     except CorpusUnavailable as exc:
         if os.environ.get("CI"):
             raise
         pytest.skip(f"sglang {version} unavailable: {exc}")
-    return path.read_text("utf-8"), str(path)
+
+
+def _kernel(version: str) -> tuple[str, str]:
+    source = _source(version)
+    return source.text, source.path
 
 
 _fits: dict[str, KernelFit] = {}
@@ -53,8 +65,7 @@ _fits: dict[str, KernelFit] = {}
 
 def fit_of(version: str) -> KernelFit:
     if version not in _fits:
-        text, path = _kernel(version)
-        _fits[version] = prove_fit(text, filename=path)
+        _fits[version] = prove_kernel(_source(version))
     return _fits[version]
 
 
@@ -103,12 +114,12 @@ def test_the_releases_hold_four_distinct_kernels():
     # Every distinct kernel is one of RELEASES' (so the tests below see them all).
     assert {by_version[v].digest for v in RELEASES} == {k.digest for k in kernels}
     assert by_version["0.5.12.post1"] is by_version["0.5.13"]
-    assert (
-        kernel_of("0.5.13").as_posix().endswith("speculative/triton_ops/cache_locs.py")
-    )
-    assert (
-        kernel_of("0.5.23").as_posix().endswith("kernels/ops/speculative/cache_locs.py")
-    )
+    for version, place in (
+        ("0.5.12.post1", "sglang/srt/speculative/spec_utils.py"),
+        ("0.5.13", "sglang/srt/speculative/triton_ops/cache_locs.py"),
+        ("0.5.23", "sglang/kernels/ops/speculative/cache_locs.py"),
+    ):
+        assert kernel_of(version).path.endswith(place), kernel_of(version).path
     assert len(kernels) == 4, [k.name for k in kernels]
 
 
@@ -367,7 +378,8 @@ def test_prove_kernel_alone_shows_the_counterexample(tmp_path, capsys):
     assert "> draft_kv_indices_buffer_width(num_seqs, topk, max_context_len) =" in out
     not_derived = tmp_path / "while.py"
     not_derived.write_text(ours(**NOT_DERIVED[0].values[0]))
-    assert main(["prove", "--kernel", str(not_derived)]) == 1
+    # Nothing refuted, nothing proven: exit 3, as a class that cannot be driven.
+    assert main(["prove", "--kernel", str(not_derived)]) == 3
     assert "not derived" in capsys.readouterr().out
 
 

@@ -3,8 +3,10 @@
 The repository holds sglang 0.5.12.post1's FlashInfer backend and the speculative
 file with upstream's index kernel, committed, then rewritten by
 ``fix --unsafe-fixes`` and committed again: ``prove --base HEAD~1`` must print
-the table and exit 0; a hand-corrupted argument in
-the rewrite must exit 1 naming the class and the first differing record.
+the kernel it used, the grid, its assumptions and the table, and exit 0; a
+hand-corrupted argument in the rewrite must exit 1 naming the class and the
+first differing record; a tree without the kernel is "cannot drive" (exit 3),
+never a silent substitute; a path that does not exist is a usage error.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from lint_plugin.cli import main
 
 pytestmark = pytest.mark.corpus
 BACKEND = "sglang/srt/layers/attention/flashinfer_backend.py"
+SPEC = "sglang/srt/speculative/spec_utils.py"
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -61,19 +64,25 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
     out = capsys.readouterr().out
     print(out)
     assert status == 0, out
-    assert "upstream's kernel from" in out and "interpreted" in out
-    # The kernel's own line: its write extent, derived from its source.
-    assert "kernel extent: generate_draft_decode_kv_indices" in out
-    assert "fits for all sizes" in out
+    kernel = next(line for line in out.splitlines() if line.startswith("kernel"))
+    assert kernel.startswith("kernel (both sides): ") and "interpreted" in kernel
+    assert "sglang/srt/speculative/spec_utils.py (digest 83884eb0901f" in kernel
+    # Under it, the write extent derived from that same kernel's source.
+    lines = out.splitlines()
+    extent = lines[lines.index(kernel) + 1]
+    assert extent.startswith("  kernel extent: generate_draft_decode_kv_indices (")
+    assert "(spec_utils.py:" in extent and "fits for all sizes" in extent
+    assert "max_num_tokens = max_bs * topk" in out  # the assumptions are stated
     header = next(line for line in out.splitlines() if line.startswith("class"))
-    for column in ("cases", "allocations", "launches", "slices", "overruns"):
+    for column in ("cases", "allocations", "launches", "slices", "overruns", "wall"):
         assert column in header
     row = next(
         line for line in out.splitlines() if "FlashInferMultiStepDraftBackend" in line
     )
-    assert "proven (widened x topk)" in row
+    assert "proven (widened x topk at line 1618)" in row
     before, after = row.split()[5].split("/")
     assert int(before) > 0 and int(after) == 0, row
+    assert "graph entry points" not in out  # same API on both sides
 
 
 def test_prove_names_the_first_difference(repo, capsys):
@@ -113,10 +122,14 @@ def test_prove_without_the_extra_says_what_to_install(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
     )
     assert done.returncode == 2
-    assert done.stderr.strip() == (
-        "draft-kv-lint prove needs torch, triton and numpy: "
-        "pip install 'draft-kv-lint[proof]'"
-    )
+    # The command adds the extra to this very install (an editable checkout here;
+    # tests/test_readme.py runs it for an install from git, tests/test_install_origin
+    # covers each origin).
+    from lint_plugin.install_origin import install_command
+    from lint_plugin.prove import NEEDS
+
+    assert done.stderr.strip() == f"{NEEDS}: {install_command('proof')}"
+    assert "draft-kv-lint[proof]'" not in done.stderr  # never a bare registry name
     assert not done.stdout
 
 
@@ -131,11 +144,80 @@ def test_prove_two_files(repo, tmp_path, capsys):
             check=True,
         ).stdout
     )
-    assert main(["prove", str(original), BACKEND]) == 0
-    assert "proven (widened x topk)" in capsys.readouterr().out
+    # The original, outside any sglang tree, has no kernel of its own.
+    assert main(["prove", str(original), BACKEND]) == 3
+    out = capsys.readouterr().out
+    assert "cannot drive: " in out and "is not inside an sglang/ package" in out
+    assert main(["prove", "--kernel", str(repo / SPEC), str(original), BACKEND]) == 0
+    out = capsys.readouterr().out
+    assert "kernel (both sides): " in out and "--kernel" in out
+    assert "proven (widened x topk at line 1618)" in out
+
+
+def test_prove_without_the_kernel_cannot_drive(repo, capsys):
+    (repo / SPEC).unlink()
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
+    out = capsys.readouterr().out
+    print(out)
+    assert status == 3, out
+    row = next(line for line in out.splitlines() if "DraftBackend" in line)
+    assert "cannot drive: no generate_draft_decode_kv_indices in the tree" in row
+    assert "DIFFERS" not in out and "the reference kernel" not in out  # no stand-in
+
+
+def test_prove_reference_kernel_only_when_asked(repo, capsys):
+    status = main(["prove", "--base", "HEAD~1", "--reference-kernel", BACKEND])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "kernel (both sides): the reference kernel (--reference-kernel" in out
+
+
+def test_exceptions_are_records(repo, capsys):
+    """A rewrite that raises where the original does not differs, and the line
+    is named; both raising the same is equal."""
+    target = repo / BACKEND
+    text = target.read_text()
+    guard = "        num_seqs = forward_batch.batch_size\n"
+    assert text.count(guard) == 1
+    target.write_text(
+        text.replace(guard, guard + "        assert num_seqs < 5, 'five'\n", 1)
+    )
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
+    out = capsys.readouterr().out
+    print(out)
+    assert status == 1, out
+    failure = next(line for line in out.splitlines() if line.startswith("NOT PROVEN"))
+    assert "raised[0]" in failure and "AssertionError" in failure, failure
+    assert f"{target}:" in failure  # where the rewrite raised
 
 
 def test_prove_usage_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["prove", "only_one.py"]) == 2
     assert "give --base REV" in capsys.readouterr().err
+
+
+def test_prove_missing_path_is_a_usage_error(repo, capsys):
+    assert main(["prove", "--base", "HEAD~1", "no/such/backend.py"]) == 2
+    captured = capsys.readouterr()
+    assert "no/such/backend.py: no such file or directory" in captured.err
+    assert "nothing to prove" not in captured.out
+
+
+def test_a_kernel_the_helpers_do_not_hold_is_not_proven(repo, capsys):
+    """A kernel writing one entry more per branch: its extent line under the
+    kernel's names the counterexample and prove exits 1, whatever the grid says."""
+    from kernel_plants import plant
+
+    kernel = repo / SPEC
+    kernel.write_text(plant(kernel.read_text(), "one_more_entry"))
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
+    out = capsys.readouterr().out
+    print(out)
+    assert status == 1, out
+    lines = out.splitlines()
+    named = next(line for line in lines if line.startswith("kernel (both sides): "))
+    extent = lines[lines.index(named) + 1]
+    assert extent.startswith("  kernel extent: ") and "DOES NOT FIT" in extent
+    assert "> draft_kv_indices_buffer_width(num_seqs, topk, max_context_len) =" in out
+    assert f"NOT PROVEN {kernel}: the helpers do not hold its writes" in lines

@@ -21,8 +21,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from corpus import OLD, speculative_dir
-from harness import HarnessError, Recorder, ReferenceDraftKernel
+from corpus import LATEST, NEW, OLD, attention_dir, speculative_dir
+from harness import (
+    HarnessError,
+    KernelNotFound,
+    Recorder,
+    ReferenceDraftKernel,
+    locate_kernel,
+)
 
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
 from lint_plugin.proof.standins import next_power_of_2
@@ -99,6 +105,119 @@ def differential(device: str, count: int, seed: int = 20261) -> tuple[int, int, 
         paged += case["page_size"] > 1 and case["grid"][2] > 1
         overran += bool(got[2].kv_indices.overrun_rows())
     return count, paged, overran
+
+
+LAYOUTS = {
+    "0.4.6.post5": "sglang/srt/speculative/eagle_utils.py",
+    OLD: "sglang/srt/speculative/spec_utils.py",
+    NEW: "sglang/srt/speculative/triton_ops/cache_locs.py",
+    LATEST: "sglang/kernels/ops/speculative/cache_locs.py",
+}
+
+
+@pytest.mark.parametrize("version", list(LAYOUTS))
+def test_each_release_kernel_is_located_through_the_backends_import(version):
+    """The one API the harness and the symbolic extent share: path, digest,
+    source, name and the ``def`` node of the kernel the backend launches."""
+    for backend in ("flashinfer_backend.py", "triton_backend.py"):
+        source = locate_kernel(attention_dir(version) / backend)
+        assert source.path.endswith(LAYOUTS[version]), source.path
+        assert source.located_by.startswith("imported by sglang/srt/layers/attention/")
+        assert source.name == "generate_draft_decode_kv_indices"
+        assert source.node.name == source.name and source.node.lineno > 1
+        assert f"def {source.name}(" in source.source
+        assert len(source.digest) == 12
+    if version == LATEST:  # 0.5.23: re-exported by spec_utils, windowed signature
+        assert "spec_utils.py" in source.located_by
+        assert source.parameters[6] == "row_stride"
+        assert {"window_size", "sink_size", "NUM_STEPS", "TRANSLATE"} <= set(
+            source.parameters
+        )
+        assert [n.name for n in source.helper_nodes] == [
+            "_translate_token_ids",
+            "_load_token_ids",
+        ]
+
+
+def test_a_tree_without_the_kernel_is_named(tmp_path):
+    backend = tmp_path / "sglang/srt/layers/attention/flashinfer_backend.py"
+    backend.parent.mkdir(parents=True)
+    backend.write_text(
+        "from sglang.srt.speculative.spec_utils import "
+        "generate_draft_decode_kv_indices\n"
+    )
+    with pytest.raises(KernelNotFound, match=r"sglang\.srt\.speculative\.spec_utils"):
+        locate_kernel(backend)
+    with pytest.raises(KernelNotFound, match="not inside an sglang/ package"):
+        locate_kernel(tmp_path / "elsewhere.py")
+
+
+def test_latest_kernel_without_a_window_writes_what_the_reference_writes():
+    """0.5.23's kernel, bound by name (``row_stride``, defaults for the window,
+    NUM_STEPS, paging and translation), against the reference: same rows."""
+    source = locate_kernel(attention_dir(LATEST) / "triton_backend.py")
+    real = GuardedDraftKernel.factory(jit_kernel(source, "cpu"))
+    rng = random.Random(20264)
+    for n in range(4):  # page size 1 and > 1, a row wide enough and a narrow one
+        case = random_launch(rng, n)
+        ref = launch(ReferenceDraftKernel, case, "cpu")
+        got = launch(real, case, "cpu")
+        assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]), case
+        assert got[2] == ref[2], (case, got[2], ref[2])
+
+
+def windowed_rows(req_to_token, rows, seq_lens, topk, steps, window, sink):
+    """The draft window's layout written the obvious way: per branch, the first
+    min(sink, seq_len) slots, then the most recent up to window + sink in all,
+    then that branch's i + 1 draft slots."""
+    indices = []
+    cap = window + sink
+    for i in range(steps):
+        row = []
+        for b, seq_len in enumerate(seq_lens):
+            slots = req_to_token[rows[b]].tolist()
+            kept = min(seq_len, cap)
+            head = min(sink, seq_len)
+            prefix = slots[:head] + slots[seq_len - (kept - head) : seq_len]
+            for t in range(topk):
+                row += prefix + slots[seq_len + t * steps :][: i + 1]
+        indices.append(row)
+    return indices
+
+
+def test_latest_kernel_writes_the_draft_window():
+    source = locate_kernel(attention_dir(LATEST) / "triton_backend.py")
+    jitted = jit_kernel(source, "cpu")
+    seq_lens, topk, steps, window, sink = [3, 19, 11], 2, 3, 6, 2
+    pool_len = max(seq_lens) + topk * steps + 4
+    req_to_token = (torch.randperm(5 * pool_len) + 1).to(torch.int32).reshape(5, -1)
+    rows = torch.tensor([4, 0, 2])
+    lens = torch.tensor(seq_lens)
+    positions = lens.repeat_interleave(topk)
+    expected = windowed_rows(
+        req_to_token, rows.tolist(), seq_lens, topk, steps, window, sink
+    )
+    width = max(len(r) for r in expected)
+    kv_indices = torch.zeros((steps, width), dtype=torch.int32)
+    kv_indptr = torch.zeros((steps, len(seq_lens) * topk + 1), dtype=torch.int32)
+    recorder = Recorder()
+    GuardedDraftKernel(recorder, jitted)[(steps, len(seq_lens), topk)](
+        rows, req_to_token, lens, kv_indices, kv_indptr, positions, pool_len,
+        width, kv_indptr.shape[1], 4, 4, 8, 1, window, sink,
+    )  # fmt: skip
+    for i in range(steps):
+        used = topk * sum(min(s, window + sink) for s in seq_lens) + len(
+            seq_lens
+        ) * topk * (i + 1)
+        assert len(expected[i]) == used
+        assert kv_indices[i, :used].tolist() == expected[i]
+        assert int(kv_indptr[i, -1]) == used
+    # The reference knows no window: it refuses, never guesses.
+    with pytest.raises(HarnessError, match="no draft window"):
+        ReferenceDraftKernel(Recorder())[(steps, len(seq_lens), topk)](
+            rows, req_to_token, lens, kv_indices, kv_indptr, positions, pool_len,
+            width, kv_indptr.shape[1], 4, 4, 8, 1, window, sink,
+        )  # fmt: skip
 
 
 def test_kernel_is_cut_from_the_wheel_and_interpreted():

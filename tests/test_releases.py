@@ -1,29 +1,39 @@
-"""The proof on every pre-refactor release, on upstream's own kernel.
+"""The proof on every pinned release, each on its own kernel.
 
-For each release from 0.4.6.post5 to 0.5.12.post1 (pinned in ``corpus.WHEELS``)
-and each of the four multi-step draft backends it has, with the index kernel cut
-out of that release's own wheel:
+For each release from 0.4.6.post5 to 0.5.23 (pinned in ``corpus.WHEELS``) and
+each of the four multi-step draft backends it has, with the index kernel its
+backend file imports, found in that release's own tree:
 
-- the safe ``fix`` changes no allocation, launch, slice or backend call;
-- ``--unsafe-fixes`` changes only unsized widths, each by exactly the topk
-  factor (:func:`lint_plugin.proof.verdict.judge`);
+- the kernel is the release's (``eagle_utils.py`` up to 0.5.2, ``spec_utils.py``
+  up to 0.5.12.post1, ``triton_ops/cache_locs.py`` in 0.5.13,
+  ``kernels/ops/speculative/cache_locs.py`` in 0.5.23);
+- the whole class is driven (``__init__`` and every entry point) and the safe
+  ``fix`` changes no record;
+- ``--unsafe-fixes`` is proven against the original with its KVI003 sites
+  widened by topk, and the fixed class never overruns;
 - where it widened a buffer, the original overruns that buffer on the real kernel
-  for every topk > 1 case at the length limit, and the fixed one never does.
+  for every topk > 1 case at the length limit.
 
-Time (issue 10, item 5): the interpreted kernel runs a small grid (``REAL_GRID``),
-the reference kernel the larger one (``REFERENCE_GRID``) wherever the release's
-kernel has the reference's signature. Releases whose backend class, rewrites and
-kernel are all identical to an earlier release's give identical records, so the
-proof is run once per distinct combination and reused (the output says so).
-A backend a release lacks (aiter before 0.5.1) or cannot be driven is printed,
-never skipped silently. Run with ``-s`` for the per-release table.
+Then upstream's own refactor, 0.5.12.post1 -> 0.5.13, is proven with only the
+FlashInfer graph row widened (FlashInfer MLA refuses topk > 1, so its widening
+changes nothing where it runs), and 0.5.13 -> 0.5.23 is driven and its
+differences are printed.
+
+Time: releases whose class, rewrites and kernel are identical to an earlier
+release's give identical records, so each distinct combination is proven once
+per session, across pytest-xdist's workers too (``shared_results``), and
+reused (the output says so); equal runs share their record
+(``run.remembered_run``: the two refactor proofs run ``prove``'s own grid, so
+the wrong rewrites of test_proof_mutants and ``prove`` in test_prove reuse
+their original sides) and equal launches of the interpreted kernel share one
+execution (``guarded_launch.LaunchMemo``). Run with ``-s`` for the table.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
-import inspect
 import os
 import subprocess
 import sys
@@ -32,20 +42,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from corpus import PRE_REFACTOR, attention_dir, speculative_dir
-from harness import HarnessError, Params, ReferenceDraftKernel, default_grid, run
+from corpus import LATEST, NEW, OLD, RELEASES, attention_dir
 
+from lint_plugin.proof.grid import Params, default_grid, long_sequence_grid, proof_grid
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
-from lint_plugin.proof.kernel import SIGNATURE
-from lint_plugin.proof.triton_source import find_kernel, jit_kernel
-from lint_plugin.proof.verdict import (
-    IDENTICAL,
-    WIDENED,
-    ClassProof,
-    long_sequence_grid,
-    prove_class,
-    small_grid,
-)
+from lint_plugin.proof.locate import locate_kernel
+from lint_plugin.proof.triton_source import jit_kernel
+from lint_plugin.proof.verdict import IDENTICAL, WIDENED, ClassProof, prove_class
 from lint_plugin.rewrite import Options, rewrite_text
 
 pytestmark = pytest.mark.corpus
@@ -59,25 +62,36 @@ BACKENDS = {
 LONG = long_sequence_grid(topks=(2, 3))[1::4]  # num_seqs 2 at steps 3 (as 2 & 3)
 REAL_GRID = [
     Params(2, 1, 3, (4, 9), 12, cuda_graph_max_bs=3, seed=1),
-    Params(2, 3, 2, (7, 3), 10, cuda_graph_max_bs=2, seed=2),
+    Params(2, 3, 2, (7, 3), 10, page_size=4, cuda_graph_max_bs=5, seed=2),
     *LONG,
 ]
-REFERENCE_GRID = small_grid(seed=20262)
+
+
+def kernel_layout(version: str) -> str:
+    """Where each release keeps the index kernel."""
+    parts = tuple(int(x) for x in version.split(".")[:3] if x.isdigit())
+    if parts >= (0, 5, 23):
+        return "sglang/kernels/ops/speculative/cache_locs.py"
+    if parts >= (0, 5, 13):
+        return "sglang/srt/speculative/triton_ops/cache_locs.py"
+    if parts >= (0, 5, 3):
+        return "sglang/srt/speculative/spec_utils.py"
+    return "sglang/srt/speculative/eagle_utils.py"
 
 
 @dataclass
 class BackendResult:
     safe: ClassProof
     unsafe: ClassProof
-    reference: tuple[ClassProof, ClassProof] | None
     long_overran: int  # LONG cases (all topk > 1) whose original overran
     long_after: int  # overruns of the fixed class on LONG
     reused_from: str = ""
 
 
-_RESULTS: dict[str, BackendResult] = {}
+_KERNELS: dict[str, tuple] = {}  # by kernel file, then by digest: one jit each
 
 
+@functools.lru_cache(maxsize=64)  # many releases ship a backend file unchanged
 def fix_text(text: str, unsafe: bool) -> str:
     return rewrite_text(text, "backend.py", Options(unsafe_fixes=unsafe)).text
 
@@ -89,34 +103,34 @@ def _class_dump(text: str, name: str) -> str | None:
     return None
 
 
-def _prove_backend(
-    text: str, name: str, kernel_source, safe: str, unsafe: str
-) -> BackendResult:
-    real = GuardedDraftKernel.factory(jit_kernel(kernel_source, "cpu"))
+def real_kernel(path: Path, device: str = "cpu"):
+    """The kernel ``path`` imports, located in its own tree, jitted once per
+    distinct code."""
+    source = locate_kernel(path)
+    key = f"{source.digest} {device}"
+    if key not in _KERNELS:
+        jitted = jit_kernel(source, device)
+        _KERNELS[key] = GuardedDraftKernel.factory(jitted, source.digest)
+    return source, _KERNELS[key]
+
+
+def _prove_backend(text: str, name: str, kernel, safe: str, unsafe: str):
     results = [
-        prove_class(text, fixed, name, REAL_GRID, "cpu", kernel=real)
+        prove_class(text, fixed, name, REAL_GRID, "cpu", kernel=kernel)
         for fixed in (safe, unsafe)
     ]
     long_overran = long_after = 0
     if results[1].widened:
+        from lint_plugin.proof.run import run
+
         for params in LONG:
-            long_overran += bool(run(text, name, params, kernel=real).overruns)
-            long_after += len(run(unsafe, name, params, kernel=real).overruns)
-    reference = None
-    params = inspect.signature(jit_kernel(kernel_source, "cpu").fn).parameters
-    if list(params) == list(SIGNATURE.parameters):
-        reference = tuple(
-            prove_class(
-                text, fixed, name, REFERENCE_GRID, "cpu", kernel=ReferenceDraftKernel
-            )
-            for fixed in (safe, unsafe)
-        )
-    return BackendResult(*results, reference, long_overran, long_after)
+            long_overran += bool(run(text, name, params, kernel=kernel).overruns)
+            long_after += len(run(unsafe, name, params, kernel=kernel).overruns)
+    return BackendResult(*results, long_overran, long_after)
 
 
-@pytest.mark.parametrize("version", PRE_REFACTOR)
-def test_release_proof(version):
-    kernel_source = find_kernel(speculative_dir(version))
+@pytest.mark.parametrize("version", RELEASES)
+def test_release_proof(version, shared_results):
     folder = attention_dir(version)
     lines, proven = [], 0
     for filename, name in BACKENDS.items():
@@ -125,6 +139,9 @@ def test_release_proof(version):
         if _class_dump(text, name) is None:
             lines.append(f"  {name}: absent from this release")
             continue
+        kernel_source, kernel = real_kernel(path)
+        # The release's own kernel, found through the backend's import.
+        assert kernel_source.path.endswith(kernel_layout(version)), kernel_source.path
         safe, unsafe = fix_text(text, False), fix_text(text, True)
         key = hashlib.sha256(
             "\0".join(
@@ -136,50 +153,89 @@ def test_release_proof(version):
                 ]
             ).encode()
         ).hexdigest()
-        cached = _RESULTS.get(key)
-        if cached is None:
-            try:
-                cached = _prove_backend(text, name, kernel_source, safe, unsafe)
-            except HarnessError as exc:
-                lines.append(f"  {name}: CANNOT BE DRIVEN: {exc}")
-                continue
-            cached.reused_from = version
-            _RESULTS[key] = cached
-        result = cached
+
+        def prove(text=text, name=name, kernel=kernel, safe=safe, unsafe=unsafe):
+            proven = _prove_backend(text, name, kernel, safe, unsafe)
+            proven.reused_from = version
+            return proven
+
+        result = shared_results.get(f"release-proof {key}", prove)
         s, u = result.safe, result.unsafe
         reused = (
             ""
             if result.reused_from == version
             else f" [same classes and kernel as {result.reused_from}: proof reused]"
         )
-        ref = (
-            f"; reference kernel: {result.reference[0].cases}+"
-            f"{result.reference[1].cases} cases"
-            if result.reference
-            else "; reference kernel: signature differs (upstream kernel only)"
-        )
         lines.append(
-            f"  {name}: {s.cases} cases, {s.launches + u.launches} launches compared on the "
-            f"real kernel, {s.slices + u.slices} rows compared; safe fix "
-            f"{s.verdict}; unsafe fix {u.verdict}; overruns before/after: "
-            f"{u.overruns_before}/{u.overruns_after}{ref}{reused}"
+            f"  {name} on {kernel_layout(version)} ({kernel_source.digest}): "
+            f"{s.cases} cases, {s.launches + u.launches} launches, "
+            f"{s.slices + u.slices} rows compared; safe fix {s.verdict}; unsafe "
+            f"fix {u.verdict}; overruns before/after {u.overruns_before}/"
+            f"{u.overruns_after}; refused by __init__ {u.refused}{reused}"
         )
-        # The safe fix changes nothing at all.
-        assert s.proven and set(s.kinds) == {IDENTICAL}, (name, s.failure)
-        # The unsafe one only widens by topk, and the fixed class never overruns.
-        assert u.proven and set(u.kinds) <= {IDENTICAL, WIDENED}, (name, u.failure)
+        # Driven, whole: never "cannot drive", every changed line ran.
+        assert s.proven and set(s.kinds) == {IDENTICAL}, (name, s.verdict, s.failure)
+        assert u.proven and set(u.kinds) <= {IDENTICAL, WIDENED}, (
+            name,
+            u.verdict,
+            u.failure,
+            [x.describe() for x in u.unran],
+        )
         assert u.overruns_after == 0
         if u.widened:  # it was unsized: the original overruns at the limit
             assert result.long_overran == len(LONG), (name, result.long_overran)
             assert result.long_after == 0
-        if result.reference:
-            rs, ru = result.reference
-            assert rs.proven and set(rs.kinds) == {IDENTICAL}, (name, rs.failure)
-            assert ru.proven and ru.overruns_after == 0, (name, ru.failure)
         proven += 1
     print(f"\n[cpu, interpreted] sglang {version}:")
     print("\n".join(lines))
     assert proven >= 3  # every release has at least three of the four backends
+
+
+@pytest.mark.parametrize("filename", list(BACKENDS))
+def test_upstream_refactor_is_proven(filename):
+    """0.5.12.post1 -> 0.5.13, each on its own kernel, graph entry points mapped:
+    only FlashInfer's graph row is widened where the classes run."""
+    name = BACKENDS[filename]
+    old, new = attention_dir(OLD) / filename, attention_dir(NEW) / filename
+    _, old_kernel = real_kernel(old)
+    _, new_kernel = real_kernel(new)
+    proof = prove_class(
+        old, new, name, proof_grid(), kernel=old_kernel, kernel_after=new_kernel
+    )
+    print(f"\n{OLD} -> {NEW} {name}: {proof.verdict}; {proof.notes}")
+    assert proof.proven, (proof.verdict, proof.failure, proof.unran)
+    assert any("graph entry points mapped" in note for note in proof.notes)
+    if filename == "flashinfer_backend.py":
+        assert proof.widened and proof.overruns_before and not proof.overruns_after
+        text = old.read_text().splitlines()
+        (site,) = proof.widened_lines
+        assert "self.cuda_graph_kv_indices = torch.zeros(" in text[site - 1]
+    else:
+        # MLA: __init__ refuses topk > 1, so nothing is wider where it runs.
+        assert set(proof.kinds) == {IDENTICAL}, proof.verdict
+    if filename == "flashinfer_mla_backend.py":
+        assert proof.refused == sum(p.topk > 1 for p in proof_grid())
+
+
+@pytest.mark.parametrize("filename", list(BACKENDS))
+def test_latest_release_is_driven_and_its_differences_shown(filename):
+    """0.5.13 -> 0.5.23: both on their own kernels, every class driven; the
+    verdict (and its first difference) is printed, never "cannot drive"."""
+    name = BACKENDS[filename]
+    old, new = attention_dir(NEW) / filename, attention_dir(LATEST) / filename
+    _, old_kernel = real_kernel(old)
+    new_source, new_kernel = real_kernel(new)
+    assert "window_size" in new_source.parameters
+    grid = proof_grid(windows=True)
+    proof = prove_class(
+        old, new, name, grid, kernel=old_kernel, kernel_after=new_kernel
+    )
+    print(f"\n{NEW} -> {LATEST} {name}: {proof.verdict}")
+    print(f"  {proof.failure or ''}")
+    for line in proof.unran:
+        print(f"  never ran: {line.describe()}")
+    assert proof.cannot_drive is None, proof.cannot_drive
+    assert proof.cases or proof.failure
 
 
 def test_torch_is_the_pinned_cpu_build():
@@ -193,13 +249,12 @@ def cuda_proof(versions: list[str]) -> list[str]:
     grid = default_grid(seed=20263) + long_sequence_grid()
     lines = []
     for version in versions:
-        jitted = jit_kernel(find_kernel(speculative_dir(version)), "cuda")
-        real = GuardedDraftKernel.factory(jitted)
         for filename, name in BACKENDS.items():
             path = attention_dir(version) / filename
             text = path.read_text() if path.exists() else ""
             if _class_dump(text, name) is None:
                 continue
+            _, real = real_kernel(path, "cuda")
             safe = prove_class(
                 text, fix_text(text, False), name, grid, "cuda", kernel=real
             )
@@ -232,9 +287,9 @@ print("\\n".join(cuda_proof({versions!r})))
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 def test_release_proof_cuda():
     """Oldest, newest and the first release of each backend shape, compiled."""
-    versions = ["0.4.6.post5", "0.4.8", "0.5.3", "0.5.3.post2", "0.5.12.post1"]
+    versions = ["0.4.6.post5", "0.4.8", "0.5.3", "0.5.3.post2", OLD, NEW, LATEST]
     for version in versions:  # download in this process, where failures show
-        speculative_dir(version)
+        attention_dir(version)
     env = {**os.environ, "TRITON_INTERPRET": "0"}
     code = CUDA_CHILD.format(tests=str(HERE), versions=versions)
     done = subprocess.run(

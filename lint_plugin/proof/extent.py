@@ -46,9 +46,8 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from .positivity import decide, nonneg, strengthen, symbol
-from .triton_source import _triton_aliases
+from .triton_source import KERNEL, _triton_aliases
 
-KERNEL = "generate_draft_decode_kv_indices"
 ROW_BUFFER = "kv_indices"
 ROW_STRIDE = "kv_indices_stride"
 SEQ_LENS = "paged_kernel_lens"

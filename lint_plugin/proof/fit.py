@@ -61,6 +61,7 @@ from .concrete import Sizes, launch_values, row_extents
 from .numeric import NotEvaluable, evaluate
 from .positivity import contradictory, decide, nonneg, strengthen, symbol
 from .store_bound import Bound, bound
+from .triton_source import KernelSource
 
 USED = "draft_kv_indices_used_len(seq_lens_sum, topk, num_seqs*topk, i + 1)"
 WIDTH = "draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
@@ -169,6 +170,12 @@ class KernelFit:
             int(evaluate(branch.extent, {**env, ex.ROW: row}))
             for row in range(sizes.num_steps)
         ]
+
+
+def prove_kernel(source: KernelSource) -> KernelFit:
+    """:func:`prove_fit` on a located kernel (:func:`.locate.locate_kernel`, or
+    ``--kernel``): the very source the harness jits."""
+    return prove_fit(source.text, source.name, source.path)
 
 
 def prove_fit(

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from .binding import INPUTS, BoundLaunch, bind_launch
 from .errors import HarnessError
 from .record import BufferUse, Launch, Recorder
 from .torch_proxy import POISON
@@ -45,11 +46,22 @@ def _kernel_signature(
     iter_upper,
     num_tokens_upper,
     page_size,
+    window_size=0,
+    sink_size=0,
+    NUM_STEPS=0,  # upstream's names, capitals included
+    ENTRY_PAGE_SIZE=1,
+    v2p=None,
+    TRANSLATE=False,
 ):  # pragma: no cover - only its signature is used
-    """The real kernel's parameter list, in order (0.5.12.post1 and 0.5.13)."""
+    """The real kernel's parameter list, in order: 0.4.7.post1 to 0.5.13 take the
+    first 13; 0.5.23 calls ``pool_len`` ``row_stride`` and adds the rest, which
+    the reference accepts at their defaults only (it knows no window)."""
 
 
 SIGNATURE = inspect.signature(_kernel_signature)
+# The parameters a release's kernel must have, in order, for the reference to
+# stand in for it (0.4.6.post5's kernel takes num_seqs and topk instead).
+CLASSIC = tuple(SIGNATURE.parameters)[:13]
 SCALARS = (
     "pool_len",
     "kv_indices_stride",
@@ -59,7 +71,6 @@ SCALARS = (
     "num_tokens_upper",
     "page_size",
 )
-INPUTS = ("req_pool_indices", "req_to_token", "paged_kernel_lens", "positions")
 
 
 class LaunchByGrid:
@@ -105,17 +116,18 @@ class LaunchByGrid:
         )
 
     @staticmethod
-    def bind(signature: inspect.Signature, args, kwargs) -> inspect.BoundArguments:
-        try:
-            return signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise HarnessError(
-                f"index kernel called with wrong arguments: {exc}"
-            ) from exc
+    def bind(
+        signature: inspect.Signature, grid: tuple[int, int, int], args, kwargs
+    ) -> BoundLaunch:
+        """By parameter name; a call that does not bind raises TypeError, as
+        the jitted kernel does (the backend's error, recorded as such)."""
+        return bind_launch(signature, grid, args, kwargs)
 
 
 class ReferenceDraftKernel(LaunchByGrid):
     """The reference kernel, launched like ``triton.jit``'s; records each launch."""
+
+    memo_key = "reference"  # one code: equal runs share their record
 
     def __init__(self, recorder: Recorder) -> None:
         self._recorder = recorder
@@ -124,15 +136,22 @@ class ReferenceDraftKernel(LaunchByGrid):
         return "<reference generate_draft_decode_kv_indices>"
 
     def launch(self, grid: tuple[int, int, int], *args: Any, **kwargs: Any) -> None:
-        a = self.bind(SIGNATURE, args, kwargs).arguments
-        num_steps, num_seqs, topk = grid
+        bound = self.bind(SIGNATURE, grid, args, kwargs)
+        bound.refuse_untranslatable()
+        if bound.window != (0, 0):
+            raise HarnessError(
+                "the reference kernel knows no draft window (window_size/sink_size)"
+            )
+        a = bound.arguments
+        _, num_seqs, topk = grid
+        num_steps = bound.rows
         kv_indices, kv_indptr, req_to_token = (
             a["kv_indices"],
             a["kv_indptr"],
             a["req_to_token"],
         )
-        s = {name: int(a[name]) for name in SCALARS}
-        problems = launch_problems(a, s)
+        s = bound.ints()
+        problems = launch_problems(bound, s)
 
         seq_lens = [int(v) for v in a["paged_kernel_lens"].reshape(-1).tolist()]
         pool_rows = [int(v) for v in a["req_pool_indices"].reshape(-1).tolist()]
@@ -200,9 +219,7 @@ class ReferenceDraftKernel(LaunchByGrid):
         _scatter(kv_indices, kv_idx, kv_val)
         _scatter(kv_indptr, ptr_idx, ptr_val)
         rec = self._recorder
-        scalars = tuple((name, s[name]) for name in SCALARS) + tuple(
-            (name, rec.owner(a[name])) for name in INPUTS
-        )
+        scalars = bound.scalars() + tuple((name, rec.owner(a[name])) for name in INPUTS)
         self.record(
             rec,
             grid,
@@ -213,9 +230,10 @@ class ReferenceDraftKernel(LaunchByGrid):
         )
 
 
-def launch_problems(a: dict[str, Any], s: dict[str, int]) -> list[str]:
-    """Kernel-contract violations of one launch (``a``: bound arguments, ``s``: the
-    scalars as ints); a non-contiguous output is a harness error, not a finding."""
+def launch_problems(a: BoundLaunch, s: dict[str, int]) -> list[str]:
+    """Kernel-contract violations of one launch (``a``: the bound launch, ``s``:
+    its integer arguments by role); a non-contiguous output is a harness error,
+    not a finding."""
     for name in ("kv_indices", "kv_indptr", "req_to_token"):
         if not a[name].is_contiguous():
             raise HarnessError(

@@ -7,10 +7,13 @@ of names, so the loader parses the file, keeps the single ``ClassDef`` asked for
 compiles *only that class* (with its original line numbers, so tracebacks point
 into the real file) and executes it in a namespace the harness provides.
 
-Every module-level name the class's methods read must be provided. Names used
-only in ``__init__`` (which the harness never runs) or only in annotations get a
-stub that raises if touched; any other unknown name is an error listing them all,
-so a rewrite cannot silently start depending on something the harness fakes.
+Every module-level name the class reads comes from the namespace the harness
+builds (:mod:`.names`): its own stand-ins, the standard-library modules the file
+imports, the file's own top-level functions (compiled from the same file, so a
+helper the class calls runs as written), a stub for names only annotations use,
+and a recording :class:`~.standins.Opaque` for anything else, so a rewrite
+cannot silently start depending on something the harness fakes: calling it is
+recorded, computing with it is "cannot drive".
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import ast
 import builtins
 import functools
 import symtable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import CodeType
@@ -28,7 +32,6 @@ from typing import Any
 from .errors import HarnessError
 
 DRAFT_SUFFIX = "MultiStepDraftBackend"
-NEVER_RUN = frozenset({"__init__"})  # instances are built with cls.__new__(cls)
 ANNOTATION = "<annotation>"
 
 
@@ -42,9 +45,18 @@ class ClassSource:
     future_annotations: bool
     free_names: tuple[tuple[str, frozenset[str]], ...]  # name -> methods using it
     code: CodeType  # the class statement alone, compiled once per text
+    # Top-level functions of the same file the class reads, compiled alone.
+    siblings: tuple[tuple[str, CodeType], ...] = ()
+    # name -> standard-library module, for the file's own imports of them.
+    stdlib: tuple[tuple[str, str], ...] = ()
+    declared_global: frozenset[str] = frozenset()  # ``global`` names it writes
 
     def users(self) -> dict[str, frozenset[str]]:
         return dict(self.free_names)
+
+    @property
+    def node(self) -> ast.ClassDef:
+        return self.module.body[0]
 
 
 def read_source(path_or_text: str | Path) -> tuple[str, str]:
@@ -94,8 +106,9 @@ def _annotation_names(node: ast.ClassDef) -> set[str]:
     return names
 
 
-def _free_names(module: ast.Module) -> dict[str, set[str]]:
-    """Global names each method reads, attributed to the top-level method.
+def _free_names(module: ast.Module) -> tuple[dict[str, set[str]], set[str]]:
+    """Global names each method reads, attributed to the top-level method, and
+    the names it declares ``global`` and assigns.
 
     symtable does the scoping (locals, closures, comprehensions, ``global``);
     the future import keeps annotations out, they are handled separately.
@@ -103,44 +116,121 @@ def _free_names(module: ast.Module) -> dict[str, set[str]]:
     source = "from __future__ import annotations\n" + ast.unparse(module)
     table = symtable.symtable(source, "<class>", "exec")
     users: dict[str, set[str]] = {}
+    written: set[str] = set()
 
     def visit(scope: symtable.SymbolTable, method: str) -> None:
         for sym in scope.get_symbols():
             if sym.is_global() and sym.is_referenced():
                 users.setdefault(sym.get_name(), set()).add(method)
+            if sym.is_declared_global() and sym.is_assigned():
+                written.add(sym.get_name())
         for child in scope.get_children():
             visit(child, method if method != "<class body>" else child.get_name())
 
     for cls in table.get_children():
         visit(cls, "<class body>")
-    return users
+    return users, written
 
 
-@functools.lru_cache(maxsize=64)
+def _stdlib_imports(tree: ast.Module) -> dict[str, str]:
+    """Names the file binds to standard-library modules (``import contextlib``)."""
+    import sys
+
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                if top in sys.stdlib_module_names:
+                    found[alias.asname or top] = alias.name if alias.asname else top
+    return found
+
+
+def _siblings(
+    tree: ast.Module, wanted: set[str], filename: str, flags: int
+) -> tuple[list[tuple[str, CodeType]], dict[str, set[str]]]:
+    """The file's own top-level ``def``s among ``wanted`` and those they read,
+    compiled; and the other module-level names they read (name -> readers)."""
+    defs = {
+        n.name: n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and not n.decorator_list
+    }
+    order: list[str] = []
+    their_reads: dict[str, set[str]] = {}
+    todo = [name for name in sorted(wanted) if name in defs]
+    while todo:
+        name = todo.pop()
+        if name in order:
+            continue
+        order.append(name)
+        reads, _ = _free_names(ast.Module(body=[defs[name]], type_ignores=[]))
+        for read in reads:
+            if read in defs:
+                if read not in order:
+                    todo.append(read)
+            else:
+                their_reads.setdefault(read, set()).add(name)
+    compiled = [
+        (
+            name,
+            compile(
+                ast.Module(body=[defs[name]], type_ignores=[]),
+                filename,
+                "exec",
+                flags=flags,
+                dont_inherit=True,
+            ),
+        )
+        for name in order
+    ]
+    return compiled, their_reads
+
+
+@functools.lru_cache(maxsize=256)
 def _extract(text: str, filename: str, class_name: str | None) -> ClassSource:
     tree = ast.parse(text, filename=filename)
     node = find_class(tree, class_name)
     module = ast.Module(body=[node], type_ignores=[])
     future = _has_future_annotations(tree)
-    users = _free_names(module)
+    users, written = _free_names(module)
     if not future:  # annotations are evaluated at def time: they need names too
         for name in _annotation_names(node):
             users.setdefault(name, set()).add(ANNOTATION)
-    free = tuple(sorted((k, frozenset(v)) for k, v in users.items()))
     flags = __future__.annotations.compiler_flag if future else 0
     code = compile(module, filename, "exec", flags=flags, dont_inherit=True)
-    return ClassSource(node.name, filename, module, future, free, code)
+    siblings, their_reads = _siblings(tree, set(users), filename, flags)
+    for name, readers in their_reads.items():
+        users.setdefault(name, set()).update(readers)
+    free = tuple(sorted((k, frozenset(v)) for k, v in users.items()))
+    stdlib = _stdlib_imports(tree)
+    return ClassSource(
+        node.name,
+        filename,
+        module,
+        future,
+        free,
+        code,
+        tuple(siblings),
+        tuple(sorted((k, v) for k, v in stdlib.items() if k in users)),
+        frozenset(written),
+    )
 
 
 def extract_class(
-    path_or_text: str | Path, class_name: str | None = None
+    path_or_text: str | Path,
+    class_name: str | None = None,
+    filename: str | None = None,
 ) -> ClassSource:
-    text, filename = read_source(path_or_text)
-    return _extract(text, filename, class_name)
+    """The class ``class_name`` of a file or a text; ``filename`` names a text
+    (a git revision, a rewrite) so its code, tracebacks and coverage say where
+    it came from."""
+    text, default = read_source(path_or_text)
+    return _extract(text, filename or default, class_name)
 
 
 class Unreachable:
-    """A name only ``__init__`` or an annotation uses; touching it is a bug."""
+    """A name only an annotation uses; touching it is a bug."""
 
     def __init__(self, name: str) -> None:
         self._name = name
@@ -150,8 +240,8 @@ class Unreachable:
 
     def _refuse(self, *args: Any, **kwargs: Any) -> Any:
         raise HarnessError(
-            f"{self._name} is a stub: the harness only expected it in __init__ or "
-            "annotations, but a method it runs used it"
+            f"{self._name} is a stub: the harness only expected it in annotations, "
+            "but a method it runs used it"
         )
 
     __call__ = _refuse
@@ -163,37 +253,46 @@ class Unreachable:
         return self._refuse()
 
 
-def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    """``__import__`` for the compiled class: never sglang, never relative."""
-    if level:
-        raise HarnessError(f"relative import of {name!r} from the class under test")
-    if name == "sglang" or name.startswith("sglang."):
-        raise HarnessError(
-            f"the class under test imports {name}; this project never imports "
-            "sglang -- the harness only drives methods that do not"
-        )
-    return builtins.__import__(name, globals, locals, fromlist, level)
+def build_namespace(
+    source: ClassSource,
+    provided: dict[str, Any],
+    unknown: Callable[[str], Any] | None = None,
+    importer: Callable[..., Any] | None = None,
+) -> dict[str, Any]:
+    """Globals for the class: ``provided`` names, the file's stdlib imports and
+    own functions, stubs for annotation-only names, ``unknown(name)`` (a
+    recording stand-in) for the rest -- or a HarnessError listing them all when
+    no ``unknown`` is given."""
+    import importlib
 
-
-def build_namespace(source: ClassSource, provided: dict[str, Any]) -> dict[str, Any]:
-    """Globals for the class: ``provided`` names, stubs, and guarded builtins."""
     namespace: dict[str, Any] = {
         "__name__": f"draft_kv_harness.{source.name}",
-        "__builtins__": {**vars(builtins), "__import__": _guarded_import},
+        "__builtins__": {
+            **vars(builtins),
+            "__import__": importer or _refusing_import,
+        },
     }
-    unknown = {}
+    stdlib = dict(source.stdlib)
+    siblings = dict(source.siblings)
+    missing = {}
     for name, methods in source.free_names:
         if name in provided:
             namespace[name] = provided[name]
         elif hasattr(builtins, name):
             continue
-        elif methods <= NEVER_RUN | {ANNOTATION}:
+        elif name in stdlib:
+            namespace[name] = importlib.import_module(stdlib[name])
+        elif name in siblings:
+            continue  # compiled below, into this namespace
+        elif methods <= {ANNOTATION}:
             namespace[name] = Unreachable(name)
+        elif unknown is not None:
+            namespace[name] = unknown(name)
         else:
-            unknown[name] = sorted(methods)
-    if unknown:
+            missing[name] = sorted(methods)
+    if missing:
         listed = ", ".join(
-            f"{n} (in {', '.join(m)})" for n, m in sorted(unknown.items())
+            f"{n} (in {', '.join(m)})" for n, m in sorted(missing.items())
         )
         raise HarnessError(
             f"{source.name} ({source.filename}) reads module-level names the harness "
@@ -203,11 +302,23 @@ def build_namespace(source: ClassSource, provided: dict[str, Any]) -> dict[str, 
     # global_override_indptr_cpu``) still need their module-level value.
     for name, value in provided.items():
         namespace.setdefault(name, value)
+    for _, code in source.siblings:
+        exec(code, namespace)
     return namespace
 
 
-def load_class(source: ClassSource, provided: dict[str, Any]) -> type:
-    """Compile and execute only the class, in the namespace built from ``provided``."""
-    namespace = build_namespace(source, provided)
+def _refusing_import(name, globals=None, locals=None, fromlist=(), level=0):
+    raise HarnessError(f"the class under test imports {name}; no importer given")
+
+
+def load_class(
+    source: ClassSource,
+    provided: dict[str, Any],
+    unknown: Callable[[str], Any] | None = None,
+    importer: Callable[..., Any] | None = None,
+) -> tuple[type, dict[str, Any]]:
+    """Compile and execute only the class, in the namespace built from
+    ``provided``; the class and its module namespace."""
+    namespace = build_namespace(source, provided, unknown, importer)
     exec(source.code, namespace)
-    return namespace[source.name]
+    return namespace[source.name], namespace

@@ -3,11 +3,13 @@
 A rewrite of a draft backend "changed no number" when, for the same inputs, the
 original and the rewritten class allocate the same tensors (allocator, shape,
 dtype, device kind), launch the index kernel with the same arguments, expose the
-same ``spec_info.kv_indices``/``kv_indptr`` slices (length and every entry) and
-hand the same things to their per-step attention backends. :class:`Record` holds
-exactly those observations as plain tuples, so two records are equal iff all of
-them are; labels that differ by construction (which file, which parameters) are
-excluded from the comparison.
+same ``spec_info.kv_indices``/``kv_indptr`` slices (length and every entry),
+hand the same things to their per-step attention backends (and to the module
+names they call), leave the same values in the module globals they write and
+raise the same exceptions. :class:`Record` holds exactly those observations as
+plain tuples, so two records are equal iff all of them are; what differs by
+construction (which file, which line, which parameters) is excluded from the
+comparison.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ class Allocation:
     shape: tuple[int, ...]
     dtype: str
     device: str  # the device *kind* the source asked for ("cuda", "cpu", "default")
+    line: int = field(default=0, compare=False)  # in the class's file (0: unknown)
 
     def describe(self) -> str:
+        at = f" (line {self.line})" if self.line else ""
         return (
-            f"{self.phase}: torch.{self.fn}{self.shape} {self.dtype} on {self.device}"
+            f"{self.phase}: torch.{self.fn}{self.shape} {self.dtype} on "
+            f"{self.device}{at}"
         )
 
 
@@ -59,7 +64,7 @@ class BufferUse:
     """How one index-kernel launch used one of its output buffers."""
 
     name: str  # the kernel parameter: "kv_indices" or "kv_indptr"
-    owner: str  # "allocation[3]" (made by the class) or "self.kv_indptr" (harness)
+    owner: str  # "allocation[capture#0]" (made by the class), "req_to_token" ...
     shape: tuple[int, ...]
     dtype: str
     # Highest offset written in each grid row, relative to the row start (-1: none).
@@ -94,12 +99,45 @@ class Launch:
 
 @dataclass(frozen=True)
 class BackendCall:
-    """One call the class made on a per-step attention backend (or on call_fn)."""
+    """One call the class made on a per-step attention backend (or on call_fn,
+    or on a module-level name: ``backend`` is then -1 and ``method`` its name).
+
+    ``handoff`` is what the call hands over whatever the API spelling: 0.5.13
+    renamed the per-step entry points, so a class of each release is compared
+    by it (:mod:`.standins`); ``args`` is compared between classes of one API.
+    ``module_globals`` holds the class's ``global`` names as the callee sees them.
+    """
 
     phase: str
     backend: int
     method: str
     args: tuple[Any, ...]
+    module_globals: tuple[tuple[str, Any], ...] = ()
+    handoff: tuple[Any, ...] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Raised:
+    """An exception the driven code raised out of an entry point: a record like
+    any other (both versions raising the same is equal)."""
+
+    phase: str
+    type: str
+    message: str
+    where: str = field(default="", compare=False)  # "file:line" in the class
+
+    def describe(self) -> str:
+        at = f" at {self.where}" if self.where else ""
+        return f"{self.phase}: {self.type}: {self.message}{at}"
+
+
+@dataclass(frozen=True)
+class GlobalValue:
+    """A module global the class writes (``global name``), after an entry point."""
+
+    phase: str
+    name: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -125,7 +163,11 @@ class Record:
     assignments: list[Assignment] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     backend_calls: list[BackendCall] = field(default_factory=list)
+    raised: list[Raised] = field(default_factory=list)
+    module_globals: list[GlobalValue] = field(default_factory=list)
     label: str = field(default="", compare=False)
+    # Each driven phase and the entry point(s) that drove it.
+    phases: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def slices(self) -> list[Assignment]:
@@ -182,7 +224,31 @@ class Record:
             "slice_entries": sum(s.length for s in self.slices),
             "launches": len(self.launches),
             "backend_calls": len(self.backend_calls),
+            "raised": len(self.raised),
         }
+
+    def only(self, phases: set[str]) -> Record:
+        """The observations of ``phases`` alone."""
+        keep = {
+            kind: [x for x in getattr(self, kind) if x.phase in phases]
+            for kind in KINDS
+        }
+        return Record(
+            **keep,
+            label=self.label,
+            phases={p: m for p, m in self.phases.items() if p in phases},
+        )
+
+
+# Every kind of observation, in the order a difference is reported.
+KINDS = (
+    "allocations",
+    "raised",
+    "launches",
+    "assignments",
+    "backend_calls",
+    "module_globals",
+)
 
 
 @dataclass(frozen=True)
@@ -220,6 +286,8 @@ class RecordDiff:
     backend_calls_changed: int
     overruns_before: list[Overrun]
     overruns_after: list[Overrun]
+    raised_changed: int = 0
+    globals_changed: int = 0
 
     @property
     def identical(self) -> bool:
@@ -228,6 +296,8 @@ class RecordDiff:
             or self.assignments_changed
             or self.launches_changed
             or self.backend_calls_changed
+            or self.raised_changed
+            or self.globals_changed
         )
 
     def describe(self) -> str:
@@ -237,7 +307,8 @@ class RecordDiff:
         lines.append(
             f"changed: {self.assignments_changed} spec_info assignments, "
             f"{self.launches_changed} kernel launches, "
-            f"{self.backend_calls_changed} backend calls"
+            f"{self.backend_calls_changed} backend calls, "
+            f"{self.raised_changed} exceptions, {self.globals_changed} module globals"
         )
         lines.append(
             f"overruns: {len(self.overruns_before)} before, "
@@ -270,6 +341,8 @@ def diff(before: Record, after: Record) -> RecordDiff:
         backend_calls_changed=_changed(before.backend_calls, after.backend_calls),
         overruns_before=before.overruns,
         overruns_after=after.overruns,
+        raised_changed=_changed(before.raised, after.raised),
+        globals_changed=_changed(before.module_globals, after.module_globals),
     )
 
 
@@ -284,6 +357,11 @@ class Recorder:
         self.phase = "setup"
         self.record = Record(label=label)
         self._owners: dict[int, str] = {}
+        self._alive: list[torch.Tensor] = []
+        # The class's module namespace and the names it writes through
+        # ``global``: every backend call records what they hold at that moment.
+        self.namespace: dict[str, Any] = {}
+        self.watched: tuple[str, ...] = ()
 
     # Tensors are identified by their storage, so a row view of an allocation
     # (``self.cuda_graph_kv_indices[i]``) still says which allocation it views.
@@ -297,17 +375,26 @@ class Recorder:
         key = self._key(tensor)
         if key is not None:
             self._owners[key] = name
+            # Held for the run: a freed storage's address could be reused by a
+            # tensor nobody named, which would then wear this name.
+            self._alive.append(tensor)
 
     def owner(self, tensor: torch.Tensor) -> str:
         key = self._key(tensor)
         return self._owners.get(key, "unknown") if key is not None else "empty"
 
-    def allocation(self, fn: str, tensor: torch.Tensor, device: str) -> None:
-        index = len(self.record.allocations)
+    def allocation(
+        self, fn: str, tensor: torch.Tensor, device: str, line: int = 0
+    ) -> None:
+        # Named by phase: a phase one version drives and the other does not
+        # (seq_lens_sum=None) must not rename every later allocation.
+        index = sum(1 for a in self.record.allocations if a.phase == self.phase)
         self.record.allocations.append(
-            Allocation(self.phase, fn, tuple(tensor.shape), str(tensor.dtype), device)
+            Allocation(
+                self.phase, fn, tuple(tensor.shape), str(tensor.dtype), device, line
+            )
         )
-        self.name_tensor(tensor, f"allocation[{index}]")
+        self.name_tensor(tensor, f"allocation[{self.phase}#{index}]")
 
     def assignment(self, attr: str, value: Any) -> None:
         if isinstance(value, torch.Tensor):
@@ -324,13 +411,47 @@ class Recorder:
         self.record.launches.append(launch)
 
     def backend_call(
-        self, backend: int, method: str, args: tuple, kwargs: dict
+        self,
+        backend: int,
+        method: str,
+        args: tuple,
+        kwargs: dict,
+        handoff: tuple | None = None,
     ) -> None:
         summary = tuple(self.summarize(a) for a in args) + tuple(
             (k, self.summarize(v)) for k, v in sorted(kwargs.items())
         )
+        seen = self.globals_now()
         self.record.backend_calls.append(
-            BackendCall(self.phase, backend, method, summary)
+            BackendCall(
+                self.phase,
+                backend,
+                method,
+                summary,
+                seen,
+                handoff=(handoff if handoff is not None else (method, summary)) + seen,
+            )
+        )
+
+    def globals_now(self) -> tuple[tuple[str, Any], ...]:
+        return tuple(
+            (name, self.summarize(self.namespace.get(name))) for name in self.watched
+        )
+
+    def end_phase(self) -> None:
+        """What the class left in the globals it writes, after an entry point."""
+        for name, value in self.globals_now():
+            self.record.module_globals.append(GlobalValue(self.phase, name, value))
+
+    def raised(self, exc: BaseException, filename: str) -> None:
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                where = f"{filename}:{tb.tb_lineno}"
+            tb = tb.tb_next
+        self.record.raised.append(
+            Raised(self.phase, type(exc).__name__, str(exc), where)
         )
 
     def summarize(self, value: Any) -> Any:

@@ -1,38 +1,49 @@
-"""Drive a draft backend class through its entry points and compare two versions.
+"""Drive a draft backend class through all its entry points, and compare two.
 
-``run`` builds an instance with ``cls.__new__(cls)`` (``__init__`` needs a model
-runner and a GPU), sets the attributes ``__init__`` would have set, and calls
+``run`` builds the class the way SGLang does, ``cls(model_runner, topk,
+speculative_num_steps)`` with a stand-in model runner, then drives every entry
+point the class has, each a *phase* of the record:
 
-1. ``init_forward_metadata(forward_batch)`` (eager draft decode),
-2. ``init_cuda_graph_state(max_bs, max_num_tokens=max_bs * topk)``,
-3. the cuda-graph capture: ``init_forward_metadata_capture_cuda_graph`` when the
-   class has it, else ``common_template(fb, self.cuda_graph_kv_indices, call_fn)``
-   with a recording ``call_fn`` (0.5.13 renamed the graph entry points),
-4. ``init_forward_metadata_replay_cuda_graph(fb, bs)`` when the class has it,
+1. ``init``: ``__init__`` (a class that refuses the configuration -- FlashInfer
+   MLA refuses topk > 1 -- records the exception and is driven no further);
+2. ``forward``: ``init_forward_metadata(forward_batch)`` (eager draft decode);
+3. ``forward (seq_lens_sum=None)``: the same without the host-side length sum,
+   for a class that declares ``needs_cpu_seq_lens = False`` (SGLang's overlap
+   worker then passes None);
+4. ``cuda_graph_state``: ``init_cuda_graph_state(max_bs, max_num_tokens)``;
+5. ``capture``: ``init_forward_metadata_capture_cuda_graph(fb)`` up to 0.5.12,
+   ``init_forward_metadata_out_graph(fb, in_capture=True)`` then
+   ``init_forward_metadata_in_graph(fb)`` from 0.5.13 (what its CUDA-graph
+   runner calls), or ``common_template(fb, cuda_graph_kv_indices, call_fn)``
+   with a recording ``call_fn`` when asked (``graph_entry="common_template"``);
+6. ``replay``: ``init_forward_metadata_replay_cuda_graph(fb, bs)`` up to 0.5.12,
+   ``init_forward_metadata_out_graph(fb)`` from 0.5.13.
 
-recording allocations, index-kernel launches, spec_info slices and backend calls
-into a :class:`~harness.record.Record`. ``compare`` runs two sources over a grid
-of parameters and asserts the records are equal.
+An exception the class raises in a phase is recorded (type, message, line) and
+the next phase runs; a HarnessError (a stand-in asked for what the harness does
+not model) stops the run: the class cannot be driven faithfully. ``compare``
+runs two sources over a grid and asserts their records are equal.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import inspect
-import random
-import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_used_len
-
-from . import standins
+from . import names, standins
+from .coverage import Coverage
 from .errors import HarnessError
+from .grid import Params, default_grid, long_sequence_grid  # noqa: F401 - re-exported
 from .kernel import ReferenceDraftKernel
-from .loader import ClassSource, extract_class, load_class
+from .loader import extract_class, load_class, read_source
 from .record import Record, Recorder, diff
 from .torch_proxy import RecordingTorch
 
@@ -40,160 +51,19 @@ Source = str | Path
 # Makes the index kernel a run launches: the reference (default) or upstream's own
 # (``GuardedDraftKernel.factory(jit_kernel(...))``); both record the same Launch.
 KernelFactory = Callable[[Recorder], Any]
-GRAPH_ENTRIES = ("method", "common_template")
+GRAPH_ENTRIES = ("auto", "method", "common_template")
+NO_SUM = "forward (seq_lens_sum=None)"
+CAPTURE_REPLAY = "capture/replay"  # the graph API up to 0.5.12.post1
+OUT_IN_GRAPH = "out_graph/in_graph"  # from 0.5.13
 
 
-@dataclass(frozen=True)
-class Params:
-    """One configuration of a draft-decode iteration.
-
-    ``cuda_graph_max_bs`` is the batch size the cuda graph is captured for
-    (``init_cuda_graph_state(max_bs, ...)``); the capture itself runs this batch.
-    """
-
-    num_seqs: int
-    topk: int
-    speculative_num_steps: int
-    seq_lens: tuple[int, ...]
-    max_context_len: int
-    page_size: int = 1
-    cuda_graph_max_bs: int | None = None
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.seq_lens) != self.num_seqs:
-            raise HarnessError(f"{self}: need one seq_len per sequence")
-        if self.speculative_num_steps < 2:
-            raise HarnessError("speculative_num_steps < 2 leaves no draft backend")
-        if min(self.seq_lens) < 1:
-            raise HarnessError(f"{self}: a draft sequence has at least one token")
-        longest = max(self.seq_lens) + self.speculative_num_steps
-        if longest > self.max_context_len:
-            # The design's safety condition; past it even a correct buffer overflows.
-            raise HarnessError(f"{self}: seq_len + num_steps > max_context_len")
-        if self.max_bs < self.num_seqs:
-            raise HarnessError(f"{self}: cuda_graph_max_bs < num_seqs")
-
-    @property
-    def max_bs(self) -> int:
-        return self.cuda_graph_max_bs or self.num_seqs
-
-    @property
-    def max_num_tokens(self) -> int:
-        return self.max_bs * self.topk
-
-    @property
-    def pool_size(self) -> int:
-        """Rows of req_to_token (the request pool); a few more than ever used."""
-        return self.max_bs + 2
-
-    @property
-    def pool_len(self) -> int:
-        """Width of req_to_token: room for every branch's draft slots."""
-        return self.max_context_len + self.topk * self.speculative_num_steps
-
-    def describe(self) -> str:
-        return (
-            f"num_seqs={self.num_seqs} topk={self.topk} "
-            f"steps={self.speculative_num_steps} seq_lens={list(self.seq_lens)} "
-            f"max_context_len={self.max_context_len} max_bs={self.max_bs}"
-        )
-
-
-def default_grid(
-    seed: int = 0,
-    num_seqs: Iterable[int] = range(1, 5),
-    topk: Iterable[int] = range(1, 9),
-    steps: Iterable[int] = range(2, 6),
-    max_context_len: tuple[int, int] = (8, 40),
-) -> list[Params]:
-    """Every (num_seqs, topk, steps) with seeded random lengths.
-
-    One sequence per case sits exactly at the limit ``max_context_len - steps``
-    (the longest the design allows), the rest are random below it; the
-    cuda-graph max_bs is num_seqs or one more, so captures below max_bs occur.
-    """
-    rng = random.Random(seed)
-    grid = []
-    for n in num_seqs:
-        for k in topk:
-            for s in steps:
-                ctx = rng.randint(max(max_context_len[0], s + 1), max_context_len[1])
-                longest = ctx - s
-                lens = [rng.randint(1, longest) for _ in range(n)]
-                lens[rng.randrange(n)] = longest
-                grid.append(
-                    Params(
-                        num_seqs=n,
-                        topk=k,
-                        speculative_num_steps=s,
-                        seq_lens=tuple(lens),
-                        max_context_len=ctx,
-                        cuda_graph_max_bs=n + rng.randint(0, 1),
-                        seed=rng.randrange(2**31),
-                    )
-                )
-    return grid
-
-
-def provided_names(proxy: RecordingTorch, kernel: Any) -> dict[str, Any]:
-    """Module-level names of the backend files, as the harness provides them."""
-    return {
-        "torch": proxy,
-        "next_power_of_2": standins.next_power_of_2,
-        "triton": standins.triton,
-        "ForwardMode": standins.ForwardMode,
-        "ForwardBatch": standins.ForwardBatch,
-        "List": typing.List,  # noqa: UP006 - the name the backends use
-        "Optional": typing.Optional,
-        "Callable": typing.Callable,
-        "Union": typing.Union,
-        # spec_utils' helpers; rewritten files call them (the import statement is
-        # outside the class, so the names are injected here).
-        "draft_kv_indices_buffer_width": draft_kv_indices_buffer_width,
-        "draft_kv_indices_used_len": draft_kv_indices_used_len,
-        # triton_backend calls the module-level kernel; others use self.<kernel>.
-        "generate_draft_decode_kv_indices": kernel,
-        "assert_buffer_fits": standins.assert_buffer_fits,
-        # Before 0.5.3 common_template asserts isinstance(spec_info, EagleDraftInput).
-        "EagleDraftInput": standins.SpecInfo,
-        # flashinfer_backend's module global, rebound via ``global`` in the class.
-        "global_override_indptr_cpu": None,
-    }
-
-
-def _attn_backend_count(source: ClassSource, steps: int) -> int:
-    """How many per-step backends ``__init__`` builds: ``range(steps - 1)`` since
-    0.5.3.post2, ``range(steps)`` before. Read from the loop or the comprehension
-    that makes ``self.attn_backends``."""
-    import ast
-
-    ranges = []
-    for node in ast.walk(source.module):
-        if isinstance(node, ast.For) and any(
-            isinstance(sub, ast.Attribute)
-            and sub.attr == "append"
-            and ast.unparse(sub.value) == "self.attn_backends"
-            for sub in ast.walk(node)
-        ):
-            ranges.append(node.iter)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(ast.unparse(t) == "self.attn_backends" for t in targets) and (
-                isinstance(node.value, ast.ListComp)
-            ):
-                ranges.append(node.value.generators[0].iter)
-    for it in ranges:
-        if not (isinstance(it, ast.Call) and ast.unparse(it.func) == "range"):
-            continue
-        spelled = ast.unparse(it.args[0]) if len(it.args) == 1 else ""
-        if spelled == "self.speculative_num_steps":
-            return steps
-        if spelled == "self.speculative_num_steps - 1":
-            return steps - 1
-    raise HarnessError(
-        f"{source.name}: cannot tell how many attn_backends __init__ builds"
-    )
+def graph_api(cls: type) -> str:
+    """Which CUDA-graph entry points a class has."""
+    if hasattr(cls, "init_forward_metadata_capture_cuda_graph"):
+        return CAPTURE_REPLAY
+    if hasattr(cls, "init_forward_metadata_out_graph"):
+        return OUT_IN_GRAPH
+    return "common_template"
 
 
 def _pool(params: Params, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -202,14 +72,66 @@ def _pool(params: Params, device: torch.device) -> tuple[torch.Tensor, torch.Ten
     Shuffled ids and shuffled rows make every kv_indices entry identify the
     (request, position) it came from, so a mixed-up index cannot compare equal.
     """
-    rng = random.Random(params.seed)
+    gen = torch.Generator().manual_seed(params.seed)
     count = params.pool_size * params.pool_len
-    ids = list(range(1, count + 1))
-    rng.shuffle(ids)
-    req_to_token = torch.tensor(ids, dtype=torch.int32, device=device)
-    req_to_token = req_to_token.reshape(params.pool_size, params.pool_len)
-    rows = rng.sample(range(params.pool_size), params.num_seqs)
-    return req_to_token, torch.tensor(rows, dtype=torch.int64, device=device)
+    ids = torch.randperm(count, generator=gen, dtype=torch.int64) + 1
+    req_to_token = ids.to(torch.int32).reshape(params.pool_size, params.pool_len)
+    rows = torch.randperm(params.pool_size, generator=gen)[: params.num_seqs]
+    return req_to_token.to(device), rows.to(device)
+
+
+@dataclass
+class _Drive:
+    """One run in progress: the class, its stand-ins and the recorder."""
+
+    cls: type
+    recorder: Recorder
+    filename: str
+    params: Params
+    device: torch.device
+    req_to_token_pool: Any
+    rows: torch.Tensor
+    coverage: Coverage | None
+    instance: Any = None
+    batches: list = field(default_factory=list)
+
+    def batch(self, with_seq_lens_sum: bool = True) -> standins.ForwardBatch:
+        p = self.params
+        seq_lens = torch.tensor(p.seq_lens, dtype=torch.int64, device=self.device)
+        fb = standins.ForwardBatch(
+            seq_lens=seq_lens,
+            req_pool_indices=self.rows,
+            req_to_token_pool=self.req_to_token_pool,
+            topk=p.topk,
+            recorder=self.recorder,
+            with_seq_lens_sum=with_seq_lens_sum,
+        )
+        rec = self.recorder
+        rec.name_tensor(fb.req_pool_indices, "forward_batch.req_pool_indices")
+        rec.name_tensor(fb.seq_lens, "forward_batch.seq_lens")
+        rec.name_tensor(fb.positions, "forward_batch.positions")
+        self.batches.append(fb)  # keep storages alive: owners are keyed by them
+        return fb
+
+    def phase(self, name: str, entry: str, call: Callable[[], Any]) -> bool:
+        """Drive one entry point; False when it raised (recorded)."""
+        rec = self.recorder
+        rec.phase = name
+        rec.record.phases[name] = entry
+        try:
+            if self.coverage is not None:
+                with self.coverage.measuring():
+                    call()
+            else:
+                call()
+        except HarnessError:
+            raise
+        except Exception as exc:  # the driven code's own error: a record
+            rec.raised(exc, self.filename)
+            return False
+        finally:
+            rec.end_phase()
+        return True
 
 
 def run(
@@ -218,105 +140,234 @@ def run(
     params: Params,
     device: str | torch.device = "cpu",
     *,
-    graph_entry: str = "method",
+    graph_entry: str = "auto",
     extra_names: dict[str, Any] | None = None,
     kernel: KernelFactory = ReferenceDraftKernel,
+    filename: str | None = None,
+    coverage: Coverage | None = None,
 ) -> Record:
     """Run one class (a file path, or source text) for ``params`` on ``device``.
 
-    ``class_name=None`` takes the file's single ``*MultiStepDraftBackend``.
+    ``class_name=None`` takes the file's single ``*MultiStepDraftBackend``;
+    ``filename`` names a text (its code, tracebacks and coverage say so);
+    ``coverage`` (of this very source) collects the lines that ran.
     ``graph_entry="common_template"`` drives the cuda-graph capture through
-    common_template directly (and skips replay) even where the class has the
-    0.5.12 entry points, so classes from different releases are comparable.
+    common_template directly (and skips replay), so classes whose graph entry
+    points the harness does not know are still comparable.
     """
     if graph_entry not in GRAPH_ENTRIES:
         raise HarnessError(f"graph_entry must be one of {GRAPH_ENTRIES}")
     device = torch.device(device)
-    cls_source = extract_class(source, class_name)
+    cls_source = extract_class(source, class_name, filename)
+    if coverage is not None and coverage.source is not cls_source:
+        raise HarnessError("coverage of another source than the one run")
     recorder = Recorder(label=f"{cls_source.name} {params.describe()}")
-    proxy = RecordingTorch(device, recorder)
-    kernel = kernel(recorder)
-    cls = load_class(
-        cls_source, {**provided_names(proxy, kernel), **(extra_names or {})}
-    )
+    proxy = RecordingTorch(device, recorder, cls_source.filename)
+    made_kernel = kernel(recorder)
+    provided = names.provided_names(proxy, made_kernel, recorder, params.page_size)
+    provided.update(extra_names or {})
 
-    topk, steps = params.topk, params.speculative_num_steps
+    def unknown(name: str) -> standins.Opaque:
+        return standins.Opaque(name, recorder)
+
+    cls, namespace = load_class(
+        cls_source, provided, unknown, names.guarded_import(provided, recorder)
+    )
+    recorder.namespace = namespace
+    recorder.watched = tuple(sorted(cls_source.declared_global))
+
     req_to_token, rows = _pool(params, device)
-    seq_lens = torch.tensor(params.seq_lens, dtype=torch.int64, device=device)
-    fb = standins.ForwardBatch(
-        seq_lens=seq_lens,
-        req_pool_indices=rows,
+    recorder.name_tensor(req_to_token, "req_to_token")
+    model_runner = standins.ModelRunner(
+        device=device,
         req_to_token=req_to_token,
-        topk=topk,
-        recorder=recorder,
+        max_context_len=params.max_context_len,
+        page_size=params.page_size,
+        window_size=params.window_size,
+        sink_size=params.sink_size,
     )
-    for tensor, name in (
-        (req_to_token, "req_to_token"),
-        (rows, "forward_batch.req_pool_indices"),
-        (seq_lens, "forward_batch.seq_lens"),
-        (fb.positions, "forward_batch.positions"),
-    ):
-        recorder.name_tensor(tensor, name)
+    drive = _Drive(
+        cls,
+        recorder,
+        cls_source.filename,
+        params,
+        device,
+        model_runner.req_to_token_pool,
+        rows,
+        coverage,
+    )
+    topk, steps = params.topk, params.speculative_num_steps
 
-    # What __init__ sets (read from the four real classes): max_bs there is
-    # req_to_token_pool.size * topk, hence kv_indptr's width.
-    init_bs = params.pool_size * topk
-    attrs = {
-        "topk": topk,
-        "speculative_num_steps": steps,
-        "max_context_len": params.max_context_len,
-        "device": device.type,  # model_runner.device is a string in SGLang
-        "page_size": params.page_size,
-        "pool_len": params.pool_len,
-        "kv_indptr": torch.zeros(
-            (steps, init_bs + 1), dtype=torch.int32, device=device
-        ),
-        "kv_last_page_len": torch.ones((init_bs,), dtype=torch.int32, device=device),
-        "q_indptr_decode": torch.arange(
-            0, init_bs + 1, dtype=torch.int32, device=device
-        ),
-        "num_head": 4,
-        "req_to_token_pool": fb.req_to_token_pool,  # 0.5.13 reads it from self
-        "generate_draft_decode_kv_indices": kernel,
-        "attn_backends": [
-            standins.AttnBackend(i, recorder, params.max_context_len, max_kv_splits=8)
-            for i in range(_attn_backend_count(cls_source, steps))
-        ],
-    }
-    instance = cls.__new__(cls)
-    for name, value in attrs.items():
-        setattr(instance, name, value)
+    def build() -> None:
+        drive.instance = cls(model_runner, topk, steps)
+
+    if not drive.phase("init", "__init__", build):
+        return recorder.record
+    instance = drive.instance
+    for name, value in vars(instance).items():
         if isinstance(value, torch.Tensor):
             recorder.name_tensor(value, f"self.{name}")
 
-    def recording_call_fn(i: int, forward_batch: standins.ForwardBatch) -> None:
-        recorder.backend_call(i, "call_fn", (forward_batch,), {})
+    drive.phase(
+        "forward",
+        "init_forward_metadata",
+        lambda: instance.init_forward_metadata(drive.batch()),
+    )
+    if getattr(cls, "needs_cpu_seq_lens", True) is False:
+        drive.phase(
+            NO_SUM,
+            "init_forward_metadata",
+            lambda: instance.init_forward_metadata(drive.batch(False)),
+        )
 
-    recorder.phase = "forward"
-    instance.init_forward_metadata(fb)
+    def graph_state() -> None:
+        method = instance.init_cuda_graph_state
+        # Before 0.4.8 it took max_bs alone (and sized by it).
+        if len(inspect.signature(method).parameters) >= 2:
+            method(params.max_bs, params.max_num_tokens)
+        else:
+            method(params.max_bs)
 
-    recorder.phase = "cuda_graph_state"
-    graph_state = instance.init_cuda_graph_state
-    # Before 0.4.8 it took max_bs alone (and sized by it).
-    if len(inspect.signature(graph_state).parameters) >= 2:
-        graph_state(params.max_bs, params.max_num_tokens)
+    drive.phase("cuda_graph_state", "init_cuda_graph_state", graph_state)
+    api = graph_api(cls) if graph_entry != "common_template" else "common_template"
+    if api == CAPTURE_REPLAY:
+        drive.phase(
+            "capture",
+            "init_forward_metadata_capture_cuda_graph",
+            lambda: instance.init_forward_metadata_capture_cuda_graph(drive.batch()),
+        )
+        drive.phase(
+            "replay",
+            "init_forward_metadata_replay_cuda_graph",
+            lambda: instance.init_forward_metadata_replay_cuda_graph(
+                drive.batch(), params.num_seqs
+            ),
+        )
+    elif api == OUT_IN_GRAPH:
+
+        def capture() -> None:
+            fb = drive.batch()
+            instance.init_forward_metadata_out_graph(fb, in_capture=True)
+            instance.init_forward_metadata_in_graph(fb)
+
+        drive.phase(
+            "capture",
+            "init_forward_metadata_out_graph(in_capture=True) + in_graph",
+            capture,
+        )
+        drive.phase(
+            "replay",
+            "init_forward_metadata_out_graph",
+            lambda: instance.init_forward_metadata_out_graph(drive.batch()),
+        )
     else:
-        graph_state(params.max_bs)
 
-    recorder.phase = "capture"
-    fb.new_spec_info()
-    capture = getattr(instance, "init_forward_metadata_capture_cuda_graph", None)
-    if graph_entry == "method" and capture is not None:
-        capture(fb)
-    else:
-        instance.common_template(fb, instance.cuda_graph_kv_indices, recording_call_fn)
+        def recording_call_fn(i: int, forward_batch: standins.ForwardBatch) -> None:
+            recorder.backend_call(i, "call_fn", (forward_batch,), {})
 
-    replay = getattr(instance, "init_forward_metadata_replay_cuda_graph", None)
-    if graph_entry == "method" and replay is not None:
-        recorder.phase = "replay"
-        fb.new_spec_info()
-        replay(fb, params.num_seqs)
+        drive.phase(
+            "capture",
+            "common_template",
+            lambda: instance.common_template(
+                drive.batch(), instance.cuda_graph_kv_indices, recording_call_fn
+            ),
+        )
     return recorder.record
+
+
+class RunMemo:
+    """Records of finished runs, by everything a run depends on.
+
+    A run is a deterministic function of the class's text, the case, the
+    device, the graph entry and the kernel's code (the name it is compiled under
+    only locates its exceptions):
+    the original side of a proof is the same run in the safe and the unsafe
+    proof, in every wrong rewrite compared with it and in every release that
+    ships the class unchanged. Each is run once per process (the lines it ran
+    are kept with its record, for coverage). Bounded, oldest first out.
+    """
+
+    def __init__(self, size: int = 768) -> None:
+        self._size = size
+        self._items: OrderedDict[tuple, tuple[Record, frozenset[int]]] = OrderedDict()
+
+    def key(self, text: str, *parts: Any) -> tuple:
+        return (hashlib.sha256(text.encode()).hexdigest(), *parts)
+
+    def get(self, key: tuple, filename: str) -> tuple[Record, frozenset[int]] | None:
+        """The record (its exceptions located in ``filename``: the same text
+        under another name ran the same lines) and the lines that ran."""
+        found = self._items.get(key)
+        if found is None:
+            return None
+        self._items.move_to_end(key)
+        record, lines, name = found
+        if name != filename and record.raised:
+            record = dataclasses.replace(
+                record,
+                raised=[
+                    dataclasses.replace(r, where=r.where.replace(name, filename, 1))
+                    for r in record.raised
+                ],
+            )
+        return record, lines
+
+    def put(
+        self, key: tuple, record: Record, lines: frozenset[int], filename: str
+    ) -> None:
+        self._items[key] = (record, lines, filename)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
+MEMO = RunMemo()
+
+
+def remembered_run(
+    source: Source,
+    class_name: str | None,
+    params: Params,
+    device: str | torch.device = "cpu",
+    *,
+    kernel: KernelFactory,
+    filename: str | None = None,
+    coverage: Coverage | None = None,
+    graph_entry: str = "auto",
+) -> Record:
+    """:func:`run`, or the record of the same run made before in this process
+    (only for kernels that say what code they run: ``kernel.memo_key``). The
+    record is shared: callers must not change it."""
+    memo_key = getattr(kernel, "memo_key", None)
+    text, default = read_source(source)
+    name = filename or default
+    key = None
+    if memo_key is not None:
+        key = MEMO.key(text, class_name, params, str(device), graph_entry, memo_key)
+        found = MEMO.get(key, name)
+        if found is not None:
+            record, lines = found
+            if coverage is not None:
+                coverage.ran |= lines
+            return record
+    # Lines are measured on every run, so a remembered record can serve a later
+    # caller who measures them.
+    mine = Coverage(extract_class(text, class_name, name))
+    record = run(
+        text,
+        class_name,
+        params,
+        device,
+        graph_entry=graph_entry,
+        kernel=kernel,
+        filename=name,
+        coverage=mine,
+    )
+    lines = frozenset(mine.ran)
+    if coverage is not None:
+        coverage.ran |= lines
+    if key is not None:
+        MEMO.put(key, record, lines, name)
+    return record
 
 
 @dataclass
@@ -358,13 +409,16 @@ def compare(
     device: str | torch.device = "cpu",
     *,
     class_name: str | None = None,
-    graph_entry: str = "method",
+    graph_entry: str = "auto",
     kernel: KernelFactory = ReferenceDraftKernel,
 ) -> CompareCounts:
-    """Assert ``original`` and ``rewritten`` produce equal records on every case.
+    """Assert ``original`` and ``rewritten`` produce equal records on every case
+    (as the proof compares them: phase by phase, :func:`.verdict.compare_records`).
 
     Raises AssertionError naming the first differing case and how it differs.
     """
+    from .verdict import compare_records
+
     original_class = extract_class(original, class_name).name
     rewritten_class = extract_class(rewritten, class_name).name
     if original_class != rewritten_class:
@@ -374,10 +428,11 @@ def compare(
         options = {"graph_entry": graph_entry, "kernel": kernel}
         before = run(original, class_name, params, device, **options)
         after = run(rewritten, class_name, params, device, **options)
-        if before != after:
+        why, _ = compare_records(before, after)
+        if why is not None:
             raise AssertionError(
                 f"{original_class}: records differ for {params.describe()} on "
-                f"{device}:\n{diff(before, after).describe()}\n"
+                f"{device}: {why}\n{diff(before, after).describe()}\n"
                 f"(equal before this case: {counts})"
             )
         counts.add(before)

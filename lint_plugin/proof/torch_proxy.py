@@ -13,6 +13,7 @@ same comparison run on a CPU-only machine and, unchanged, on a GPU.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -52,9 +53,12 @@ def device_kind(requested: Any) -> str:
 class RecordingTorch:
     """Stands in for the ``torch`` module inside the compiled class."""
 
-    def __init__(self, device: torch.device, recorder: Recorder) -> None:
+    def __init__(
+        self, device: torch.device, recorder: Recorder, filename: str = ""
+    ) -> None:
         self._device = device
         self._recorder = recorder
+        self._filename = filename  # the class's: allocations name their line
         for name in ALLOCATORS:
             setattr(self, name, self._wrap(name, getattr(torch, name)))
 
@@ -81,7 +85,9 @@ class RecordingTorch:
             kind = device_kind(requested)
             if requested is None and like and args:
                 kind = f"like:{args[0].device.type}"
-            self._recorder.allocation(name, tensor, kind)
+            caller = sys._getframe(1)
+            line = caller.f_lineno if caller.f_code.co_filename == self._filename else 0
+            self._recorder.allocation(name, tensor, kind, line)
             return tensor
 
         allocate.__name__ = name

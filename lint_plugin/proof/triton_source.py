@@ -1,7 +1,9 @@
 """Upstream's ``generate_draft_decode_kv_indices``, cut out of its file and jitted.
 
 The kernel lives in ``sglang/srt/speculative/spec_utils.py`` (``eagle_utils.py``
-before 0.5.3, ``cache_locs.py`` from 0.5.13). Importing that module would import
+before 0.5.3), ``sglang/srt/speculative/triton_ops/cache_locs.py`` in 0.5.13 and
+``sglang/kernels/ops/speculative/cache_locs.py`` in 0.5.23; :mod:`.locate` finds
+the file a backend's own import names. Importing that module would import
 sglang; instead the file is parsed, the one ``def`` is compiled alone (with its
 original line numbers) in a namespace holding only what the kernel reads --
 ``triton`` and ``triton.language`` under the names the file imports them as, and
@@ -27,7 +29,7 @@ import hashlib
 import linecache
 import os
 import symtable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,19 +41,57 @@ TRITON_MODULES = ("triton", "triton.language")
 
 @dataclass(frozen=True)
 class KernelSource:
-    """The kernel's ``def`` (and the jit helpers it calls) from one file."""
+    """The kernel's ``def`` (and the jit helpers it calls) from one file.
+
+    This is the located kernel every consumer reads (the harness jits it, the
+    symbolic extent reads its ``node``): ``path``, ``digest``, ``source`` (the
+    whole file's text), ``name`` and ``node``/``helper_nodes`` (fresh ``ast``
+    nodes, with the file's line numbers).
+    """
 
     filename: str
     text: str
     functions: tuple[str, ...]  # helpers first, the kernel last
     aliases: tuple[tuple[str, str], ...]  # local name -> triton module
+    # How it was found ("--kernel", "imported by ...", "known location"): shown in
+    # prove's table, never part of the kernel's identity.
+    located_by: str = field(default="", compare=False)
+
+    name = KERNEL
+
+    @property
+    def path(self) -> str:
+        return self.filename
+
+    @property
+    def source(self) -> str:
+        return self.text
+
+    def _nodes(self) -> dict[str, ast.FunctionDef]:
+        tree = ast.parse(self.text, filename=self.filename)
+        return {n.name: n for n in tree.body if _is_def(n) and n.name in self.functions}
+
+    @property
+    def node(self) -> ast.FunctionDef:
+        """The kernel's ``def`` (decorators included)."""
+        return self._nodes()[KERNEL]
+
+    @property
+    def helper_nodes(self) -> tuple[ast.FunctionDef, ...]:
+        """The ``@triton.jit`` helpers of the same file the kernel calls."""
+        nodes = self._nodes()
+        return tuple(nodes[name] for name in self.functions if name != KERNEL)
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The kernel's parameter names, in order (what a launch binds to)."""
+        return tuple(a.arg for a in self.node.args.args)
 
     @property
     def digest(self) -> str:
         """Of the kernel's own code: releases with equal digests run equal code."""
-        tree = ast.parse(self.text)
-        nodes = [n for n in tree.body if _is_def(n) and n.name in self.functions]
-        dumped = "".join(ast.dump(n) for n in nodes)
+        nodes = self._nodes()
+        dumped = "".join(ast.dump(nodes[name]) for name in sorted(nodes))
         return hashlib.sha256(dumped.encode()).hexdigest()[:12]
 
 
@@ -90,7 +130,7 @@ def _global_reads(node: ast.FunctionDef) -> set[str]:
     return names
 
 
-def kernel_from_text(text: str, filename: str) -> KernelSource:
+def kernel_from_text(text: str, filename: str, located_by: str = "") -> KernelSource:
     """The kernel of one file's text; HarnessError when it is absent or reads an
     unknown module-level name."""
     tree = ast.parse(text, filename=filename)
@@ -119,7 +159,9 @@ def kernel_from_text(text: str, filename: str) -> KernelSource:
             f"{filename}: {KERNEL} reads module-level names the loader does not "
             f"provide: {', '.join(sorted(unknown))}"
         )
-    return KernelSource(filename, text, tuple(order), tuple(sorted(aliases.items())))
+    return KernelSource(
+        filename, text, tuple(order), tuple(sorted(aliases.items())), located_by
+    )
 
 
 def _is_triton_jit(node: ast.FunctionDef, aliases: dict[str, str]) -> bool:
@@ -135,20 +177,22 @@ def _is_triton_jit(node: ast.FunctionDef, aliases: dict[str, str]) -> bool:
     return False
 
 
-def find_kernel(speculative_dir: Path) -> KernelSource:
-    """The kernel from the one ``*.py`` of ``speculative_dir`` that defines it."""
+def find_kernel(folder: Path) -> KernelSource:
+    """The kernel from the one ``*.py`` under ``folder`` (at any depth) that
+    defines it; :func:`.locate.locate_kernel` follows a backend's import instead."""
     needle = f"def {KERNEL}("
     found = [
         path
-        for path in sorted(Path(speculative_dir).glob("*.py"))
+        for path in sorted(Path(folder).rglob("*.py"))
         if needle in path.read_text(encoding="utf-8")
     ]
     if len(found) != 1:
         raise HarnessError(
-            f"{speculative_dir}: expected one file defining {KERNEL}, found "
+            f"{folder}: expected one file defining {KERNEL}, found "
             f"{[p.name for p in found]}"
         )
-    return kernel_from_text(found[0].read_text(encoding="utf-8"), str(found[0]))
+    text = found[0].read_text(encoding="utf-8")
+    return kernel_from_text(text, str(found[0]), f"the one file under {folder}")
 
 
 def import_triton(interpret: bool) -> Any:

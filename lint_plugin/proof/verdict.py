@@ -1,26 +1,48 @@
 """The proof's judgement of one class before and after a rewrite.
 
-A case is *identical* when the two records are equal. It is *widened* when the
-only differences are buffers whose width grew by exactly ``topk`` (the unsafe
-KVI003 fix): same allocator, dtype, device, phase and rows; the same kernel
-launches apart from those widths; the same slices and backend calls unless the
-original overran its buffer (then its slices were cut short, which is the bug);
-and the rewrite overruns nothing. Anything else is a difference, reported by its
-first differing record.
+For every case of the grid both versions run (:func:`.run.run`) and their
+records must be equal: allocations, exceptions, launches, slices, backend calls
+and module globals. Where they are not, the original runs once more with its
+KVI003 sites widened as the unsafe fix states (:mod:`.widen`) -- every
+allocation it then changes must be a KVI003 site's, wider by exactly topk --
+and the rewrite must equal *that* run in every record. Anything else differs,
+reported by its first differing record.
+
+Then, what ran: a line that differs between the two versions and holds code
+but never ran on the grid refuses "proven" (:mod:`.coverage`); a stand-in that
+was asked for what the harness does not model makes the class "cannot drive".
+
+Two classes of different releases are compared phase by phase: 0.5.13 renamed
+the CUDA-graph entry points (capture/replay -> out_graph/in_graph), so the
+records name phases, not methods, and per-step backend calls are compared by
+what they hand over (:class:`~.record.BackendCall` ``handoff``), 0.5.13's extra
+``in_graph`` forwarding aside.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+from .coverage import Coverage, UnranLine, never_ran
 from .errors import HarnessError
-from .record import BackendCall, Launch, Record, diff
-from .run import KernelFactory, Params, Source, run
+from .grid import Params
+from .grid import long_sequence_grid as long_sequence_grid  # re-exported
+from .grid import small_grid as small_grid  # re-exported
+from .loader import extract_class, read_source
+from .record import KINDS, Record
+from .run import NO_SUM, KernelFactory, Source, remembered_run
+from .widen import Widened, widen_kvi003
 
 IDENTICAL, WIDENED = "identical", "widened"
+PROVEN, DIFFERS, CANNOT_DRIVE, NOT_COVERED = (
+    "proven",
+    "differs",
+    "cannot drive",
+    "not covered",
+)
 
 
 @dataclass
@@ -34,118 +56,178 @@ class ClassProof:
     slices: int = 0
     overruns_before: int = 0
     overruns_after: int = 0
-    widened: int = 0  # cases whose only change is a topk-wider buffer
-    unsized_overran: int = 0  # widened cases with topk > 1 whose original overran
+    widened: int = 0  # cases equal only to the original widened at KVI003 sites
+    unsized_overran: int = 0  # widened cases whose original overran
+    refused: int = 0  # cases whose __init__ refused the configuration (both)
+    raised: int = 0  # cases in which both raised the same exception
+    first_raise: str = ""  # "Type at file:line" of the first shared exception
     failure: str | None = None
+    cannot_drive: str | None = None
+    unran: list[UnranLine] = field(default_factory=list)
+    widened_lines: tuple[int, ...] = ()
+    notes: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list, repr=False)
+    wall: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if self.failure is not None:
+            return DIFFERS
+        if self.cannot_drive is not None or not self.cases:
+            return CANNOT_DRIVE
+        if self.unran:
+            return NOT_COVERED
+        return PROVEN
 
     @property
     def proven(self) -> bool:
-        return self.failure is None and self.cases > 0
+        return self.status == PROVEN
 
     @property
     def verdict(self) -> str:
-        if self.failure is not None:
+        status = self.status
+        if status == DIFFERS:
             return "DIFFERS"
-        if not self.cases:
-            return "no cases"
-        return f"proven ({'widened x topk' if self.widened else 'identical'})"
+        if status == CANNOT_DRIVE:
+            return f"cannot drive: {self.cannot_drive or 'no case was driven'}"
+        if status == NOT_COVERED:
+            return f"not proven: {len(self.unran)} changed lines never ran"
+        if self.widened:
+            where = ", ".join(str(n) for n in self.widened_lines)
+            return f"proven (widened x topk at line {where})"
+        return "proven (identical)"
 
 
-def _without_widths(launch: Launch) -> Launch:
-    """The launch with the kv_indices width (shape and the row stride, which the
-    backends pass as ``shape[1]``) blanked out: what a widened buffer may change."""
-    width = launch.kv_indices.width
-    scalars = tuple(
-        (name, "<width>" if name == "kv_indices_stride" and value == width else value)
-        for name, value in launch.scalars
-    )
-    return dataclasses.replace(
-        launch,
-        scalars=scalars,
-        kv_indices=dataclasses.replace(launch.kv_indices, shape=()),
-    )
+def _phases(record: Record) -> set[str]:
+    return set(record.phases)
 
 
-def _blank_owned(call: BackendCall, owners: set[str]) -> BackendCall:
-    """The call with views of the widened buffers reduced to what may not change:
-    their rows (a whole row of a wider buffer is wider and holds more entries;
-    the entries the attention reads are compared as spec_info slices)."""
-
-    def blank(value: Any) -> Any:
-        if isinstance(value, tuple):
-            if len(value) == 6 and value[0] == "tensor" and value[3] in owners:
-                return ("tensor", value[1][:-1], value[2], value[3], "<widened>")
-            return tuple(blank(v) for v in value)
-        return value
-
-    return dataclasses.replace(call, args=blank(call.args))
-
-
-def first_difference(before: Record, after: Record) -> str:
-    """The first differing record of two runs, named and shown."""
-    for kind in ("allocations", "launches", "assignments", "backend_calls"):
-        xs, ys = getattr(before, kind), getattr(after, kind)
-        for n in range(max(len(xs), len(ys))):
-            x = xs[n] if n < len(xs) else None
-            y = ys[n] if n < len(ys) else None
-            if x != y:
-                return f"{kind}[{n}]: before {_short(x)}; after {_short(y)}"
-    return "records equal"
-
-
-def _short(value: Any, limit: int = 300) -> str:
+def _short(value: Any, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def judge(before: Record, after: Record, topk: int) -> tuple[str, str | None]:
-    """``(IDENTICAL | WIDENED, None)``, or ``("", why)`` for any other change."""
-    if before == after:
-        return IDENTICAL, None
-    change = diff(before, after)
-    problems = []
-    for c in change.allocations:
-        b, a = c.before, c.after
-        same_kind = (
-            b is not None
-            and a is not None
-            and (b.phase, b.fn, b.dtype, b.device) == (a.phase, a.fn, a.dtype, a.device)
-            and b.shape[:-1] == a.shape[:-1]
+def _describe(value: Any, limit: int = 300) -> str:
+    if value is None:
+        return "(none)"
+    describe = getattr(value, "describe", None)
+    text = describe() if callable(describe) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _pairs_change(x: tuple, y: tuple) -> str | None:
+    """``(name, value)`` tuples (a launch's scalars) as what changed by name."""
+    if not all(isinstance(p, tuple) and len(p) == 2 for p in (*x, *y)):
+        return None
+    absent = "(absent)"
+    dx, dy = dict(x), dict(y)
+    parts = []
+    for k in dict.fromkeys([*dx, *dy]):
+        a, b = dx.get(k, absent), dy.get(k, absent)
+        if a != b:
+            parts.append(f"{k}={_short(a, 60)} -> {_short(b, 60)}")
+    return ", ".join(parts)
+
+
+def difference(x: Any, y: Any) -> str:
+    """Two differing records, as the fields that differ."""
+    if x is None or y is None or type(x) is not type(y) or not is_dataclass(x):
+        return f"before {_describe(x)}; after {_describe(y)}"
+    parts = []
+    for f in fields(x):
+        if not f.compare:
+            continue
+        a, b = getattr(x, f.name), getattr(y, f.name)
+        if a == b:
+            continue
+        named = _pairs_change(a, b) if isinstance(a, tuple) else None
+        if named is None and is_dataclass(a) and type(a) is type(b):
+            named = difference(a, b)
+        parts.append(f"{f.name}: {named or f'{_short(a)} -> {_short(b)}'}")
+    phase = getattr(x, "phase", None)
+    return (f"({phase}) " if phase else "") + "; ".join(parts)
+
+
+def _calls(record: Record, mapped: bool) -> list:
+    if not mapped:
+        return list(record.backend_calls)
+    # Compared by what each call hands over; 0.5.13's in_graph only forwards the
+    # batch to every per-step backend and has no counterpart before it.
+    return [
+        (c.phase, c.backend, c.handoff)
+        for c in record.backend_calls
+        if not (c.handoff and c.handoff[0] == "in_graph")
+    ]
+
+
+def compare_records(before: Record, after: Record) -> tuple[str | None, list[str]]:
+    """The first difference between two runs of one case (None: equal), and
+    notes on what was compared how."""
+    notes = []
+    phases = _phases(before) | _phases(after)
+    one_sided = _phases(before) ^ _phases(after)
+    if NO_SUM in one_sided:
+        # Only a class declaring needs_cpu_seq_lens = False is given None.
+        side = "after" if NO_SUM in after.phases else "before"
+        notes.append(f"{NO_SUM}: driven {side} only (needs_cpu_seq_lens)")
+        phases.discard(NO_SUM)
+    missing = sorted(one_sided - {NO_SUM})
+    before, after = before.only(phases), after.only(phases)
+    mapped = before.phases.get("capture") != after.phases.get("capture")
+    if mapped and "capture" in before.phases and "capture" in after.phases:
+        notes.append(
+            f"graph entry points mapped: {before.phases.get('capture')} -> "
+            f"{after.phases.get('capture')}; "
+            f"{before.phases.get('replay')} -> {after.phases.get('replay')}"
         )
-        if not same_kind or topk == 1 or c.width_factor != topk:
-            problems.append(c.describe())
-    if problems:
-        return "", f"allocation changed beyond a x{topk} width: {problems[0]}"
-    launches_b = [_without_widths(x) for x in before.launches]
-    launches_a = [_without_widths(x) for x in after.launches]
-    if launches_b != launches_a:
-        n = next(
-            (
-                i
-                for i, (x, y) in enumerate(zip(launches_b, launches_a, strict=False))
-                if x != y
-            ),
-            min(len(launches_b), len(launches_a)),
+    differing = []
+    first = None
+    for kind in KINDS:
+        if kind == "backend_calls":
+            xs, ys = _calls(before, mapped), _calls(after, mapped)
+        else:
+            xs, ys = getattr(before, kind), getattr(after, kind)
+        if xs == ys:
+            continue
+        differing.append(kind)
+        for n in range(max(len(xs), len(ys))):
+            x = xs[n] if n < len(xs) else None
+            y = ys[n] if n < len(ys) else None
+            if first is None and x != y:
+                first = f"{kind}[{n}] {difference(x, y)}"
+    if first is not None:
+        equal = [k for k in KINDS if k not in differing]
+        return (
+            f"{first} [this case differs in {', '.join(differing)}; equal: "
+            f"{', '.join(equal) or 'nothing'}]",
+            notes,
         )
-        x = before.launches[n] if n < len(before.launches) else None
-        y = after.launches[n] if n < len(after.launches) else None
-        return "", f"launches[{n}]: before {_short(x)}; after {_short(y)}"
-    widened = {f"allocation[{c.index}]" for c in change.allocations}
-    calls_b = [_blank_owned(c, widened) for c in before.backend_calls]
-    calls_a = [_blank_owned(c, widened) for c in after.backend_calls]
-    if not before.overruns and (
-        before.assignments != after.assignments or calls_b != calls_a
-    ):
-        return "", first_difference(
-            Record(assignments=before.assignments, backend_calls=calls_b),
-            Record(assignments=after.assignments, backend_calls=calls_a),
+    if missing:
+        return f"phases driven on one side only: {missing}", notes
+    return None, notes
+
+
+def widening_problem(before: Record, wide: Record, widened: Widened, topk: int):
+    """Why the widened run is not the original with its KVI003 sites x topk."""
+    if len(before.allocations) != len(wide.allocations):
+        return "the widened original allocates a different number of tensors"
+    for n, (b, w) in enumerate(zip(before.allocations, wide.allocations, strict=True)):
+        if b == w:
+            continue
+        same_kind = (b.phase, b.fn, b.dtype, b.device, b.shape[:-1]) == (
+            w.phase,
+            w.fn,
+            w.dtype,
+            w.device,
+            w.shape[:-1],
         )
-    if after.overruns:
-        return "", f"the rewrite overruns: {after.overruns[0].describe()}"
-    if after.consistency_problems():
-        return "", after.consistency_problems()[0]
-    return WIDENED, None
+        wider = bool(b.shape and w.shape) and b.shape[-1] * topk == w.shape[-1]
+        if not (widened.holds(w.line) and same_kind and wider):
+            return (
+                f"allocation #{n} changed beyond a x{topk} width at a KVI003 "
+                f"site: {b.describe()} -> {w.describe()}"
+            )
+    return None
 
 
 def prove_class(
@@ -156,70 +238,98 @@ def prove_class(
     device: Any = "cpu",
     *,
     kernel: KernelFactory,
-    graph_entry: str = "method",
+    kernel_after: KernelFactory | None = None,
+    graph_entry: str = "auto",
+    names: tuple[str | None, str | None] = (None, None),
+    coverage: bool = True,
 ) -> ClassProof:
     """Run both versions of ``class_name`` on every case; stop at the first
-    difference (``failure`` names the case and the first differing record)."""
+    difference (``failure`` names the case and the first differing record).
+
+    ``kernel`` runs the original (and the widened original), ``kernel_after``
+    (default: the same) the rewrite; ``names`` are the file names the two texts
+    are compiled under.
+    """
+    started = time.perf_counter()
     proof = ClassProof(class_name)
-    for params in grid:
-        try:
-            before = run(
-                original, class_name, params, device, graph_entry=graph_entry,
-                kernel=kernel,
+    kernel_after = kernel_after or kernel
+    before_text, before_default = read_source(original)
+    after_text, after_default = read_source(rewritten)
+    before_name = names[0] or before_default
+    after_name = names[1] or after_default
+    if before_name == after_name:  # two texts of one file: tell their code apart
+        after_name = f"{after_name} (rewritten)"
+    try:
+        cov_b = Coverage(extract_class(before_text, class_name, before_name))
+        cov_a = Coverage(extract_class(after_text, class_name, after_name))
+    except (HarnessError, SyntaxError) as exc:
+        proof.cannot_drive = str(exc)
+        return proof
+    widened: Widened | bool | None = False  # not computed yet
+    try:
+        for params in grid:
+            options = {"graph_entry": graph_entry}
+            before = remembered_run(
+                before_text, class_name, params, device, kernel=kernel,
+                filename=before_name, coverage=cov_b if coverage else None,
+                **options,
             )  # fmt: skip
-            after = run(
-                rewritten, class_name, params, device, graph_entry=graph_entry,
-                kernel=kernel,
+            after = remembered_run(
+                after_text, class_name, params, device, kernel=kernel_after,
+                filename=after_name, coverage=cov_a if coverage else None,
+                **options,
             )  # fmt: skip
-        except HarnessError as exc:
-            proof.failure = f"cannot drive it: {exc}"
-            return proof
-        kind, why = judge(before, after, params.topk)
-        if why is not None:
-            proof.failure = f"{params.describe()}: {why}"
-            return proof
-        counts = before.counts()
-        proof.cases += 1
-        proof.allocations += counts["allocations"]
-        proof.launches += counts["launches"]
-        proof.slices += counts["slices"]
-        proof.overruns_before += len(before.overruns)
-        proof.overruns_after += len(after.overruns)
-        proof.kinds.append(kind)
-        if kind == WIDENED:
-            proof.widened += 1
-            proof.unsized_overran += bool(before.overruns)
+            why, notes = compare_records(before, after)
+            kind = IDENTICAL
+            if why is not None:
+                if widened is False:
+                    widened = widen_kvi003(before_text, class_name)
+                if widened is None:
+                    proof.failure = f"{params.describe()}: {why}"
+                    break
+                wide = remembered_run(
+                    widened.text, class_name, params, device, kernel=kernel,
+                    filename=f"{before_name} (KVI003 sites widened)", **options,
+                )  # fmt: skip
+                problem = widening_problem(before, wide, widened, params.topk)
+                wide_why, notes = compare_records(wide, after)
+                if problem is not None or wide_why is not None:
+                    proof.failure = (
+                        f"{params.describe()}: {why}; and against the original "
+                        f"with its KVI003 sites widened: {problem or wide_why}"
+                    )
+                    break
+                kind = WIDENED
+                proof.widened_lines = widened.lines
+            for note in notes:
+                if note not in proof.notes:
+                    proof.notes.append(note)
+            _count(proof, params, before, after, kind)
+    except HarnessError as exc:
+        proof.cannot_drive = str(exc)
+    if proof.failure is None and proof.cannot_drive is None and coverage:
+        proof.unran = never_ran(cov_b, before_text, cov_a, after_text)
+    proof.wall = time.perf_counter() - started
     return proof
 
 
-def long_sequence_grid(
-    topks: Sequence[int] = (2, 4),
-    ctx: int = 24,
-    batches: Sequence[int] = (1, 2),
-    steps_list: Sequence[int] = (2, 3),
-) -> list[Params]:
-    """Full cuda-graph batches at the design's length limit: an unsized buffer is
-    overrun here for every topk > 1 (the shorter random grid may not reach it)."""
-    return [
-        Params(
-            num_seqs=n,
-            topk=topk,
-            speculative_num_steps=steps,
-            seq_lens=tuple([ctx - steps] * n),
-            max_context_len=ctx,
-            cuda_graph_max_bs=n,
-        )
-        for topk in topks
-        for n in batches
-        for steps in steps_list
-    ]
-
-
-def small_grid(seed: int = 0) -> list[Params]:
-    """Few enough cases for the interpreted kernel on a CPU (seconds per class)."""
-    from .run import default_grid
-
-    return (
-        default_grid(seed=seed, num_seqs=(1, 2), topk=(1, 2, 4), steps=(2, 3))
-        + long_sequence_grid()
-    )
+def _count(
+    proof: ClassProof, params: Params, before: Record, after: Record, kind: str
+) -> None:
+    counts = before.counts()
+    proof.cases += 1
+    proof.allocations += counts["allocations"]
+    proof.launches += counts["launches"]
+    proof.slices += counts["slices"]
+    proof.overruns_before += len(before.overruns)
+    proof.overruns_after += len(after.overruns)
+    proof.kinds.append(kind)
+    if kind == WIDENED:
+        proof.widened += 1
+        proof.unsized_overran += bool(before.overruns)
+    if after.raised:  # equal to the (widened) original's
+        first = after.raised[0]
+        proof.raised += 1
+        proof.refused += first.phase == "init"
+        if not proof.first_raise:
+            proof.first_raise = f"{first.type} at {first.where or '?'}"
