@@ -9,11 +9,17 @@ on the index kernel of the tree's own release (found by following the backend's
 import; ``--kernel FILE`` names one, ``--reference-kernel`` asks for the torch
 reference), compiled on CUDA when there is one, else interpreted on the CPU.
 
+Under each kernel's line, its write extent derived from that same source and
+whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`, sympy);
+``--kernel FILE`` alone prints only that.
+
 Exit 0 when every changed class is proven, 1 when one differs (its first
-differing record is printed), 3 when none differs but one cannot be driven or
-a changed line of it never ran, 2 for a usage error or when the ``[proof]``
-extra is missing. torch and triton are imported only here, and only once
-arguments are read.
+differing record is printed) or a counterexample refutes a kernel's fit, 3 when
+none differs but one cannot be driven or a changed line of it never ran, 2 for
+a usage error or when the ``[proof]`` extra is missing. ``--kernel FILE`` alone
+exits 0 when the kernel fits for all sizes, 1 on a counterexample, 3 when its
+extent is not derived or not proven. torch and triton are imported only here,
+and only once arguments are read.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
     from typing import Any, NoReturn
+
+    from lint_plugin.proof.triton_source import KernelSource
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
@@ -74,7 +82,8 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         "--kernel",
         metavar="FILE",
         help="file defining generate_draft_decode_kv_indices, used for both sides "
-        "(default: the one each backend imports, in its own tree)",
+        "(default: the one each backend imports, in its own tree); given alone, "
+        "print the write extent derived from it and whether the helpers hold it",
     )
     kernels.add_argument(
         "--reference-kernel",
@@ -256,21 +265,23 @@ def run_prove(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
+    if args.kernel and not Path(args.kernel).is_file():
+        return _fail(f"{args.kernel}: no such file")
+    if args.kernel and args.base is None and not args.paths:
+        return _kernel_only(Path(args.kernel))
     missing = [
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
     if missing:
         print(install_hint(), file=sys.stderr)
         return EXIT_USAGE
-    if args.kernel and not Path(args.kernel).is_file():
-        return _fail(f"{args.kernel}: no such file")
     pairs = _pairs(args)
     if isinstance(pairs, str):
         return _fail(pairs)
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
-        return EXIT_PROVEN
+        return _kernel_only(Path(args.kernel)) if args.kernel else EXIT_PROVEN
 
     import torch
 
@@ -294,7 +305,8 @@ def run_prove(args: argparse.Namespace) -> int:
     full = args.full or cuda
     grid = proof_grid(full=full, windows=windows)
     mode = "interpreted" if device == "cpu" and interpreting() else "compiled"
-    for line in _kernel_lines(args, sides, f"{mode}, {device}"):
+    extents = _Extents()
+    for line in _kernel_lines(args, sides, f"{mode}, {device}", extents):
         print(line)
     more = (
         ""
@@ -330,14 +342,19 @@ def run_prove(args: argparse.Namespace) -> int:
     _print_table(rows)
     for label, proof in rows:
         _print_details(label, proof)
+    for source in extents.refuted:
+        print(f"NOT PROVEN {source.path}: the helpers do not hold its writes")
     statuses = {proof.status for _, proof in rows}
-    if DIFFERS in statuses:
+    if DIFFERS in statuses or extents.refuted:
         return EXIT_DIFFERS
     return EXIT_PROVEN if statuses == {PROVEN} else EXIT_CANNOT_DRIVE
 
 
-def _kernel_lines(args: argparse.Namespace, sides: dict, mode: str) -> list[str]:
-    """One line per kernel the proof runs on (both sides, or each side's)."""
+def _kernel_lines(
+    args: argparse.Namespace, sides: dict, mode: str, extents: _Extents
+) -> list[str]:
+    """One line per kernel the proof runs on (both sides, or each side's), each
+    upstream kernel followed by its derived extent the first time it is named."""
 
     def describe(side: Any) -> str:
         if side.problem is not None:
@@ -356,15 +373,91 @@ def _kernel_lines(args: argparse.Namespace, sides: dict, mode: str) -> list[str]
             and before.source.path == after.source.path
         )
         if one or (before.source is None and after.source is None):
-            text = f"kernel (both sides): {describe(before)}"
+            named = [(f"kernel (both sides): {describe(before)}", before)]
         else:
-            text = f"kernel before: {describe(before)}\nkernel after: {describe(after)}"
+            named = [
+                (f"kernel before: {describe(before)}", before),
+                (f"kernel after: {describe(after)}", after),
+            ]
         if args.base is None and len(sides) > 1:
-            text = f"{label}: {text}"
-        if text not in seen:
-            seen.add(text)
-            lines += text.splitlines()
+            named = [(f"{label}: {text}", side) for text, side in named]
+        if tuple(text for text, _ in named) in seen:
+            continue
+        seen.add(tuple(text for text, _ in named))
+        for text, side in named:
+            lines.append(text)
+            if side.source is not None:
+                lines += extents.lines(side.source)
     return lines
+
+
+class _Extents:
+    """The extent derived from each distinct kernel (by digest), once."""
+
+    def __init__(self) -> None:
+        self.shown: set[str] = set()
+        self.refuted: list[KernelSource] = []
+
+    def lines(self, source: KernelSource) -> list[str]:
+        if source.digest in self.shown:
+            return [f"  kernel extent: as above (digest {source.digest})"]
+        self.shown.add(source.digest)
+        fit, lines = _extent_of(source)
+        if fit is not None and fit.refuted:
+            self.refuted.append(source)
+        return ["  " + line for line in lines]
+
+
+def _extent_of(source: KernelSource) -> tuple[Any, list[str]]:
+    """The kernel's write extent derived from its source and whether the helpers
+    hold it for all sizes (:mod:`lint_plugin.proof.fit`); no fit where it was not
+    derived (the grid's overrun check stands)."""
+    import importlib.util
+
+    if importlib.util.find_spec("sympy") is None:
+        return None, ["kernel extent: not derived (needs sympy: the [proof] extra)"]
+    from lint_plugin.proof.extent import DerivationError
+    from lint_plugin.proof.fit import describe, prove_kernel
+
+    try:
+        fit = prove_kernel(source)
+    except DerivationError as exc:
+        return None, [f"kernel extent: not derived: {exc}"]
+    except Exception as exc:  # a derivation bug must not cost the grid its verdict
+        return None, [f"kernel extent: not derived: {type(exc).__name__}: {exc}"]
+    return fit, describe(fit)
+
+
+def _kernel_only(path: Path) -> int:
+    """``prove --kernel FILE`` and no classes: the derived extent alone."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("sympy", "numpy")):
+        print(install_hint(), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        return _fail(f"{path}: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        return _fail(f"{path}: not UTF-8")
+    from lint_plugin.proof.errors import HarnessError
+    from lint_plugin.proof.extent import DerivationError
+    from lint_plugin.proof.fit import describe, prove_kernel
+    from lint_plugin.proof.triton_source import kernel_from_text
+
+    try:
+        source = kernel_from_text(text, str(path), "--kernel")
+        fit = prove_kernel(source)
+    except SyntaxError as exc:
+        return _fail(f"{path}: does not parse: {exc.msg}")
+    except (HarnessError, DerivationError) as exc:
+        return _fail(str(exc))
+    for line in describe(fit):
+        print(line)
+    if fit.fits:
+        return EXIT_PROVEN
+    return EXIT_DIFFERS if fit.refuted else EXIT_CANNOT_DRIVE
 
 
 def _print_table(rows: list) -> None:

@@ -67,6 +67,11 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
     kernel = next(line for line in out.splitlines() if line.startswith("kernel"))
     assert kernel.startswith("kernel (both sides): ") and "interpreted" in kernel
     assert "sglang/srt/speculative/spec_utils.py (digest 83884eb0901f" in kernel
+    # Under it, the write extent derived from that same kernel's source.
+    lines = out.splitlines()
+    extent = lines[lines.index(kernel) + 1]
+    assert extent.startswith("  kernel extent: generate_draft_decode_kv_indices (")
+    assert "(spec_utils.py:" in extent and "fits for all sizes" in extent
     assert "max_num_tokens = max_bs * topk" in out  # the assumptions are stated
     header = next(line for line in out.splitlines() if line.startswith("class"))
     for column in ("cases", "allocations", "launches", "slices", "overruns", "wall"):
@@ -197,3 +202,22 @@ def test_prove_missing_path_is_a_usage_error(repo, capsys):
     captured = capsys.readouterr()
     assert "no/such/backend.py: no such file or directory" in captured.err
     assert "nothing to prove" not in captured.out
+
+
+def test_a_kernel_the_helpers_do_not_hold_is_not_proven(repo, capsys):
+    """A kernel writing one entry more per branch: its extent line under the
+    kernel's names the counterexample and prove exits 1, whatever the grid says."""
+    from kernel_plants import plant
+
+    kernel = repo / SPEC
+    kernel.write_text(plant(kernel.read_text(), "one_more_entry"))
+    status = main(["prove", "--base", "HEAD~1", BACKEND])
+    out = capsys.readouterr().out
+    print(out)
+    assert status == 1, out
+    lines = out.splitlines()
+    named = next(line for line in lines if line.startswith("kernel (both sides): "))
+    extent = lines[lines.index(named) + 1]
+    assert extent.startswith("  kernel extent: ") and "DOES NOT FIT" in extent
+    assert "> draft_kv_indices_buffer_width(num_seqs, topk, max_context_len) =" in out
+    assert f"NOT PROVEN {kernel}: the helpers do not hold its writes" in lines
