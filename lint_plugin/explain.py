@@ -17,7 +17,7 @@ from lint_plugin import symbolic
 from lint_plugin.analysis import walk
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.source import Source, one_line
+from lint_plugin.source import Source
 
 
 class NothingToExplain(ValueError):
@@ -57,7 +57,7 @@ def _allocation(allocation, cls, walker, source: Source, path: str) -> list[str]
     call = allocation.call
     function = allocation.function.node.name
     row, column = source.position(source.index(call.lineno, call.col_offset))
-    head = one_line(source.segment(call))
+    head = ast.unparse(call)  # one line, as Python would write it
     if len(head) > 100:
         head = head[:97] + "..."
     lines = [f"{path}:{row}:{column}: {head}"]

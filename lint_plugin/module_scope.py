@@ -23,6 +23,7 @@ from lint_plugin.source import Source
 
 _BLOCKS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_ANY_NAME = re.compile(r"import\s*\(?\s*\*")
 
 
 class LazyBlock(ast.stmt):
@@ -86,6 +87,7 @@ class TextModuleScope(ModuleScope):
         self._gaps: list[tuple[int, int]] = []
         self._parsed_gaps: dict[int, list[ast.stmt] | None] = {}
         self._gap_words: dict[int, frozenset[str]] = {}
+        self._binds_any: set[int] = set()
         self._parsed_blocks: dict[int, ast.stmt | None] = {}
         self._by_name: dict[str, list[ast.stmt]] = {}
 
@@ -115,7 +117,7 @@ class TextModuleScope(ModuleScope):
             self._layout()
         pieces: list[tuple[int, list[ast.stmt]]] = []
         for index in range(len(self._gaps)):
-            if name in self._words(index):
+            if name in self._words(index) or index in self._binds_any:
                 parsed = self._gap(index)
                 if parsed is None:
                     return self._whole().statements(name)
@@ -152,12 +154,15 @@ class TextModuleScope(ModuleScope):
         return self._parsed_blocks[index]
 
     def _words(self, index: int) -> frozenset[str]:
-        """The identifiers of a gap's text (a gap that binds a name names it)."""
+        """The identifiers of a gap's text (a gap that binds a name names it,
+        unless it may bind any: a star import, a match statement)."""
         found = self._gap_words.get(index)
         if found is None:
             start, end = self._gaps[index]
             text = "\n".join(self.lines[start:end])
             found = self._gap_words[index] = frozenset(_WORD.findall(text))
+            if _ANY_NAME.search(text) or "match" in found:
+                self._binds_any.add(index)
         return found
 
     def _gap(self, index: int) -> list[ast.stmt] | None:
