@@ -38,6 +38,7 @@ class ModuleScope:
 
     source: Source
     allocator_aliases: frozenset[str] | None = None  # the walk's, once per file
+    _classes: dict[str, bool] | None = None  # defines_class's answers
 
     def statements(self, name: str) -> Sequence[ast.stmt]:
         raise NotImplementedError
@@ -45,6 +46,26 @@ class ModuleScope:
     def block(self, stub: ast.stmt) -> ast.stmt | None:
         """The ``def``/``class`` a lazy stub stands for (see ``statements``)."""
         return stub
+
+    def defines_class(self, name: str) -> bool:
+        """May the file define a class of this name, anywhere? (A superset:
+        its text has ``class name``.)"""
+        if self._classes is None:
+            self._classes = {}
+        found = self._classes.get(name)
+        if found is None:
+            text = self.source.text
+            found = False
+            # A literal first: a pattern starting with "\\b" is tried at
+            # every offset of the file.
+            for match in re.finditer(rf"class\s+{re.escape(name)}\b", text):
+                start = match.start()
+                before = text[start - 1] if start else " "
+                if not (before.isalnum() or before == "_"):
+                    found = True
+                    break
+            self._classes[name] = found
+        return found
 
 
 class TreeModuleScope(ModuleScope):
@@ -86,7 +107,8 @@ class TextModuleScope(ModuleScope):
         self._blocks: list[tuple[int, int, str, str]] | None = None
         self._gaps: list[tuple[int, int]] = []
         self._parsed_gaps: dict[int, list[ast.stmt] | None] = {}
-        self._gap_words: dict[int, frozenset[str]] = {}
+        self._by_word: dict[str, list[int]] = {}  # word -> gaps naming it
+        self._blocks_named: dict[str, list[int]] = {}
         self._binds_any: set[int] = set()
         self._parsed_blocks: dict[int, ast.stmt | None] = {}
         self._by_name: dict[str, list[ast.stmt]] = {}
@@ -100,12 +122,22 @@ class TextModuleScope(ModuleScope):
                 start -= 1  # the block's decorators
             self._blocks.append((start, end, kind, name))
         row = 0
-        for start, end, _, _ in self._blocks:
+        for index, (start, end, _, name) in enumerate(self._blocks):
             if start > row:
                 self._gaps.append((row, start))
             row = max(row, end)
+            self._blocks_named.setdefault(name, []).append(index)
         if row < len(lines):
             self._gaps.append((row, len(lines)))
+        # A gap that binds a name names it (unless it may bind any: a star
+        # import, a match statement).
+        for index, (start, end) in enumerate(self._gaps):
+            text = "\n".join(lines[start:end])
+            words = set(_WORD.findall(text))
+            for word in words:
+                self._by_word.setdefault(word, []).append(index)
+            if _ANY_NAME.search(text) or "match" in words:
+                self._binds_any.add(index)
 
     def statements(self, name: str) -> Sequence[ast.stmt]:
         if self._fallback is not None:
@@ -116,13 +148,13 @@ class TextModuleScope(ModuleScope):
         if self._blocks is None:
             self._layout()
         pieces: list[tuple[int, list[ast.stmt]]] = []
-        for index in range(len(self._gaps)):
-            if name in self._words(index) or index in self._binds_any:
-                parsed = self._gap(index)
-                if parsed is None:
-                    return self._whole().statements(name)
-                pieces.append((self._gaps[index][0], parsed))
-        for index, (start, end, _, block_name) in enumerate(self._blocks):
+        for index in sorted({*self._by_word.get(name, ()), *self._binds_any}):
+            parsed = self._gap(index)
+            if parsed is None:
+                return self._whole().statements(name)
+            pieces.append((self._gaps[index][0], parsed))
+        for index in self._blocks_named.get(name, ()):
+            start, end, _, block_name = self._blocks[index]
             if block_name == name:
                 stub = LazyBlock(lineno=start + 1, col_offset=0)
                 stub.end_lineno, stub.end_col_offset = end, 0
@@ -152,18 +184,6 @@ class TextModuleScope(ModuleScope):
                 ]
             self._parsed_blocks[index] = parsed[-1] if parsed else None
         return self._parsed_blocks[index]
-
-    def _words(self, index: int) -> frozenset[str]:
-        """The identifiers of a gap's text (a gap that binds a name names it,
-        unless it may bind any: a star import, a match statement)."""
-        found = self._gap_words.get(index)
-        if found is None:
-            start, end = self._gaps[index]
-            text = "\n".join(self.lines[start:end])
-            found = self._gap_words[index] = frozenset(_WORD.findall(text))
-            if _ANY_NAME.search(text) or "match" in found:
-                self._binds_any.add(index)
-        return found
 
     def _gap(self, index: int) -> list[ast.stmt] | None:
         if index not in self._parsed_gaps:

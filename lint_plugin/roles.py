@@ -72,11 +72,21 @@ _PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
 SEQUENCE_COUNT_NAMES: tuple[str, ...] = ("max_bs", "num_seqs", "batch_size", "bs")
 
 
+_KNOWN: dict[str, Role | None] = {}  # names repeat: each is matched once
+_UNSEEN = object()
+
+
 def role_of_name(name: str | None) -> Role | None:
     """The role of a bare identifier (the last segment of a dotted name)."""
     if not name:
         return None
-    for role, pattern in _PATTERNS:
-        if pattern.fullmatch(name):
-            return role
-    return None
+    found = _KNOWN.get(name, _UNSEEN)
+    if found is _UNSEEN:
+        found = None
+        for role, pattern in _PATTERNS:
+            if pattern.fullmatch(name):
+                found = role
+                break
+        if len(_KNOWN) < 100_000:
+            _KNOWN[name] = found
+    return found

@@ -250,6 +250,7 @@ class _Layout:
         self._block_rows = [block[0] for block in self.blocks]
         self._offsets: list[int] | None = None
         self._whole_rows: dict[int, bool] = {}
+        self._ends: dict[int, int] = {}
 
     def top_level_blocks(self) -> list[tuple[int, int, str, str]]:
         """``(start, end, kind, name)`` of each ``def``/``class`` at column 0."""
@@ -309,13 +310,21 @@ class _Layout:
         following = start + 1
         if following >= len(self.lines):
             return len(self.lines)
+        found = self._ends.get(start)
+        if found is not None:
+            return found
         position = self._offsets[following] + following  # + one "\n" per line
+        # From the newline before the row: the pattern starts with "\n", which
+        # is searched for as a literal (a "^" is tried at every offset).
         match = _block_end_pattern(_indent(self.lines[start])).search(
-            self.text, position
+            self.text, position - 1
         )
         if match is None:
-            return len(self.lines)
-        return following + self.text.count("\n", position, match.start())
+            found = len(self.lines)
+        else:
+            found = following + self.text.count("\n", position, match.start() + 1)
+        self._ends[start] = found
+        return found
 
 
 # What can hide code-like text: comments and string literals. Only a triple-quoted
@@ -417,7 +426,7 @@ class _TripleQuotes:
 
 @functools.lru_cache(maxsize=64)
 def _block_end_pattern(indent: int) -> re.Pattern[str]:
-    return re.compile(rf"^[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]", re.M)
+    return re.compile(rf"\n[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]")
 
 
 def _region_start(

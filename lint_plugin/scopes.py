@@ -10,6 +10,7 @@ analysis, from the file's own classes).
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator, Sequence
 
 from lint_plugin.dataflow import (
@@ -198,19 +199,28 @@ def _locate(body: Sequence[ast.stmt], node: ast.AST) -> list[ast.stmt]:
     chain: list[ast.stmt] = []
     block: Sequence[ast.stmt] = body
     while block:
-        for stmt in block:
-            if (stmt.lineno, stmt.col_offset) <= where and end <= (
-                stmt.end_lineno,
-                stmt.end_col_offset,
-            ):
-                chain.append(stmt)
-                if stmt is node or isinstance(stmt, _SCOPES):
-                    return chain
-                block = list(_inner_statements(stmt))
-                break
-        else:
+        # Statements of a block are in order: the last starting at or before
+        # the node is the only one that can hold it.
+        index = bisect.bisect_right(block, where, key=_start) - 1
+        stmt = block[index] if index >= 0 else None
+        if stmt is None or end > (stmt.end_lineno, stmt.end_col_offset):
+            for stmt in block:  # a handler's or a case's body: no one order
+                if _start(stmt) <= where and end <= (
+                    stmt.end_lineno,
+                    stmt.end_col_offset,
+                ):
+                    break
+            else:
+                return chain
+        chain.append(stmt)
+        if stmt is node or isinstance(stmt, _SCOPES):
             return chain
+        block = list(_inner_statements(stmt))
     return chain
+
+
+def _start(stmt: ast.stmt) -> tuple[int, int]:
+    return (stmt.lineno, stmt.col_offset)
 
 
 def _inner_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:

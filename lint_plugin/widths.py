@@ -1433,6 +1433,11 @@ def may_hold_steps(self: Analysis, node: ast.AST, function) -> bool:
 
 
 _SPLIT = {
+    ast.BinOp: lambda n: (n.left, n.right),
+    ast.UnaryOp: lambda n: (n.operand,),
+    ast.BoolOp: lambda n: n.values,
+    ast.IfExp: lambda n: (n.body, n.orelse),  # a test picks, never makes one
+    ast.Compare: lambda n: (),  # a truth value
     ast.Tuple: lambda n: n.elts,
     ast.List: lambda n: n.elts,
     ast.Starred: lambda n: (n.value,),
@@ -1452,12 +1457,6 @@ def _holds_steps(self: Analysis, node: ast.AST, function) -> bool:
     kind = type(node)
     if kind is ast.Constant:
         return False
-    if kind in (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.IfExp, ast.Compare):
-        return any(
-            may_hold_steps(self, child, function)
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, ast.expr)
-        )
     split = _SPLIT.get(kind)
     if split is not None:
         return any(may_hold_steps(self, part, function) for part in split(node))
@@ -1486,9 +1485,17 @@ def _holds_steps(self: Analysis, node: ast.AST, function) -> bool:
         func = node.func
         if isinstance(func, ast.Attribute):
             # A tensor (no integer, no shape read), or a method of a named
-            # quantity (opaque), holds no step count.
-            return func.attr not in ALLOCATORS and (
-                func.attr in _MEMBERS or isinstance(func.value, ast.Name)
+            # quantity (opaque), holds no step count; a module's function or
+            # a class's method may.
+            owner = func.value
+            if func.attr in ALLOCATORS:
+                return False
+            if func.attr in _MEMBERS:
+                return True
+            if isinstance(owner, ast.Name) and owner.id == "self":
+                return True
+            return isinstance(owner, ast.Name) and not _bound_locally(
+                owner.id, function
             )
         if isinstance(func, ast.Name):
             name = func.id
@@ -1576,8 +1583,12 @@ def _class_holds_steps(self: Analysis, cls, attr: str, role) -> bool:
     self._steps[key] = False
     found = True
     node = cls.node
-    # Bases of another module are not read (as the values do not read them).
-    own_lineage = len(self._lineage(self.class_info(node))) == 1
+    # Bases of another module are not read (as the values do not read them):
+    # a base named as no class of the file is one of those.
+    own_lineage = not any(
+        not isinstance(base, ast.Name) or self.module.defines_class(base.id)
+        for base in node.bases
+    )
     if (
         own_lineage
         and not any(

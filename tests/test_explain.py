@@ -39,7 +39,9 @@ def test_each_path_of_an_allocation_is_explained(tmp_path: Path, capsys) -> None
     assert "    sized: at least that for all positive sizes (proven)" in default
     assert branch.startswith("2 of 2: width max_bs * self.max_context_len (through row")
     assert "    when flag\n" in branch
-    assert "unsized: max_bs=1, self.topk=2, self.max_context_len=1 gives 1 < 2" in branch
+    assert (
+        "unsized: max_bs=1, self.topk=2, self.max_context_len=1 gives 1 < 2" in branch
+    )
     assert out.rstrip().endswith("verdict: unsized (KVI003)")
 
 

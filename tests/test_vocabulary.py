@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lint_plugin import vocabulary
+from lint_plugin.allocations import role_attributes
 from lint_plugin.prefilter import could_match
 from lint_plugin.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
 from lint_plugin.rules import NEEDS
@@ -121,6 +122,17 @@ def test_formula_roles_reach_the_rows_walked(topk, seq_lens_sum, context) -> Non
     assert interesting_rows(source) == [2, 3]
     codes = sorted(f.code for f in check_source(source.encode(), "f.py"))
     assert codes == ["KVI001", "KVI002"], source
+
+
+@pytest.mark.parametrize("role", [Role.TOPK, Role.NUM_STEPS], ids=lambda r: r.name)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_draft_class_is_seen_by_any_name_of_its_roles(role: Role, data) -> None:
+    """The class text test reads ``self.<name>`` for every name of the role
+    (``self._topk`` too), never a longer name that has another role."""
+    name = data.draw(names_of(role))
+    found = role_attributes(f"        self.{name} = x\n        y = self.{name}x\n")
+    assert found == {name}, name
 
 
 def test_the_one_word_clauses_are_ruled_out_by_one_search() -> None:
