@@ -118,7 +118,8 @@ def _with(facts: Iterable[Fact], literal: Literal) -> list[Fact]:
 
 def _merge(facts: list[Fact]) -> list[Fact]:
     """Facts of one definition that differ only in the outcome of one test hold
-    whatever the outcome: ``(d, {c, x})`` and ``(d, {not c, x})`` are ``(d, {x})``."""
+    whatever the outcome: ``(d, {c, x})`` and ``(d, {not c, x})`` are ``(d, {x})``;
+    and ``(d, {x})`` holds ``(d, {c, x})``."""
     facts = _unique(facts)
     by_defn: dict[int, list[Fact]] = {}
     for fact in facts:
@@ -146,6 +147,9 @@ def _merge(facts: list[Fact]) -> list[Fact]:
                         break
                 if changed:
                     break
+        # A path through more tests is one of the paths through fewer: the
+        # definition reaches on ``{x}`` already says it reaches on ``{c, x}``.
+        conds = [c for c in conds if not any(o < c for o in conds)]
         merged.extend(Fact(group[0].defn, c) for c in conds)
     return _unique(merged)
 
@@ -186,9 +190,9 @@ class Flow:
         self._defs: dict[tuple, Def] = {}
         self._tries: list[list[Fact]] = []
         self._inner: list[set[int]] = []  # tests seen inside each open loop
-        # The branches the walk is inside of: a definition made here keeps only
-        # those of its path's conditions (the ones of branches already closed
-        # say which earlier definition a path took, and that one is gone).
+        # The branches the walk is inside of: the value a loop updating a name
+        # leaves unknown keeps only those of its path's conditions (it stands
+        # for every round, whichever branches the earlier rounds took).
         self._open: list[Literal] = []
         self.end = self._block(body, [Fact(ENTRY, frozenset())]).normal
 
@@ -429,7 +433,9 @@ class Flow:
         if stmt.finalbody:
             final = self._block(stmt.finalbody, _unique(exits.normal))
             exits.normal = final.normal
-        exits.normal = _unique(exits.normal)
+        # A handler starts from every point of the body: what it and the body
+        # end with are merged, as two branches of a test are.
+        exits.normal = _merge(exits.normal)
         return exits
 
     def _match(self, stmt: ast.Match, facts: list[Fact]) -> _Exits:
@@ -462,8 +468,10 @@ class Flow:
         return found
 
     def _rebind(self, facts: list[Fact], defn: Def) -> list[Fact]:
-        opened = set(self._open)
-        return _merge([Fact(defn, f.conds & opened) for f in facts])
+        # The definition keeps the tests of every path that reaches it: a
+        # branch already closed may still be the only way here (``if b: raise``
+        # before it in a ``try``), and a path through it and not here is none.
+        return _merge([Fact(defn, f.conds) for f in facts])
 
     def _binds(self, target: ast.AST) -> bool:
         return any(True for _ in self._paths(target))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+from collections.abc import Iterator
 
 from lint_plugin import symbolic
 from lint_plugin.bounds import evaluable, find_witness, proves, values_of
@@ -638,25 +639,25 @@ def _sample(width, goal, conds):
 
 def _conditions(row: Row, analysis):
     """``(evaluable conditions, shown conditions)`` of a path, or None when its
-    conditions contradict each other (an opaque test taken both ways)."""
-    atoms: dict[object, bool] = {}
+    conditions contradict each other (``flag`` and ``not flag``, an opaque test
+    taken both ways, ``a and b`` with ``not a``)."""
     evaluable_conds = []
     shown = []
+    tests = []  # every condition, as a formula of its tests (for consistency)
     for cond in sorted(row.conds, key=_cond_order):
         expr, positive = analysis.condition(cond)
         if expr is None:
-            key = (cond[0], id(cond[1]), id(cond[3]))
-        elif _evaluable_condition(expr):
+            tests.append((("opaque", cond[0], id(cond[1]), id(cond[3])), positive))
+            continue
+        tests.append((expr, positive))
+        if _evaluable_condition(expr):
             if (expr, positive) not in evaluable_conds:
                 evaluable_conds.append((expr, positive))
                 shown.append((symbolic.render(expr), positive))
-            continue
-        else:
-            key = expr
-        if atoms.setdefault(key, positive) != positive:
-            return None
-        if expr is not None and (symbolic.render(expr), positive) not in shown:
+        elif (symbolic.render(expr), positive) not in shown:
             shown.append((symbolic.render(expr), positive))
+    if not _consistent(tests):
+        return None
     for expr, positive in evaluable_conds:
         if not any(symbolic.symbols(expr)):
             try:
@@ -665,6 +666,53 @@ def _conditions(row: Row, analysis):
             except symbolic.Undefined:
                 pass
     return evaluable_conds, shown
+
+
+_MAX_ATOMS = 12  # tests of one path tried every way (4,096 at most)
+
+
+def _consistent(tests: list) -> bool:
+    """Can every condition hold at once, each test (a comparison, a flag, an
+    opaque test) free to go either way? Past ``_MAX_ATOMS`` tests only a test
+    taken both ways is a contradiction. Comparisons are decided again by the
+    values (``_satisfiable``): here they are atoms like the rest."""
+    atoms: list = []
+    for formula, _ in tests:
+        for atom in _atoms(formula):
+            if atom not in atoms:
+                atoms.append(atom)
+    if len(atoms) > _MAX_ATOMS:
+        seen: dict = {}
+        for formula, positive in tests:
+            while isinstance(formula, Op) and formula.kind == "not":
+                formula, positive = formula.args[0], not positive
+            if seen.setdefault(formula, positive) != positive:
+                return False
+        return True
+    for values in itertools.product((False, True), repeat=len(atoms)):
+        truth = dict(zip(atoms, values, strict=True))
+        if all(_truth(f, truth) == positive for f, positive in tests):
+            return True
+    return False
+
+
+def _atoms(formula) -> Iterator:
+    if isinstance(formula, Op) and formula.kind in ("not", "and", "bor"):
+        for arg in formula.args:
+            yield from _atoms(arg)
+    else:
+        yield formula
+
+
+def _truth(formula, truth: dict) -> bool:
+    if isinstance(formula, Op):
+        if formula.kind == "not":
+            return not _truth(formula.args[0], truth)
+        if formula.kind == "and":
+            return all(_truth(a, truth) for a in formula.args)
+        if formula.kind == "bor":
+            return any(_truth(a, truth) for a in formula.args)
+    return truth[formula]
 
 
 def _cond_order(cond) -> tuple:
