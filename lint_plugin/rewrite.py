@@ -10,7 +10,7 @@ import ast
 import bisect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lint_plugin.edits import (
@@ -42,7 +42,9 @@ class RewriteRefused(Exception):
 class Options:
     unsafe_fixes: bool = False
     helpers_module: str = DEFAULT_HELPERS_MODULE
-    guard_module: str = DEFAULT_GUARD_MODULE  # where KVI006's inserted guard is from
+    # Where KVI006's inserted guard is imported from; None: from the tree (where
+    # it defines the guard, or where the file imports it from), else the default.
+    guard_module: str | None = None
     opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
     wrap: bool = True  # format rewritten statements to the line length
     # Selection (--select/--ignore); noqa directives are always honoured.
@@ -51,7 +53,9 @@ class Options:
     @property
     def settings(self) -> Settings:
         """The engine's settings for this run (every pass of fix uses them)."""
-        return Settings(self.helpers_module, self.guard_module, self.opt_in)
+        return Settings(
+            self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE, self.opt_in
+        )
 
 
 @dataclass
@@ -63,6 +67,14 @@ class Rewrite:
     parsed_original: tuple[str, ast.Module] | None = field(
         default=None, repr=False, compare=False
     )
+    # The helpers (and the guard) the rewritten text calls where the original did
+    # not: ``fix`` makes sure the module they are imported from defines them.
+    imported: frozenset[str] = frozenset()
+    guard_module: str | None = None  # where the inserted guard is imported from
+    # Definitions added to the file itself (the helpers module being rewritten).
+    defined: tuple[str, ...] = ()
+    # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
+    elsewhere: tuple[Finding, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -91,8 +103,14 @@ def rewrite_text(
     helpers: set[str] = set()
     rows: list[tuple[int, int]] = []
     anchor = statement_rows(tree)
+    elsewhere: list[Finding] = []
     for round_number in range(MAX_ROUNDS):
         findings = _applicable_findings(current, path, options, round_number == 0)
+        # A fix with no edit here edits another file (KVI007): ``fix`` plans
+        # those across files; the rounds apply this file's own.
+        if round_number == 0:
+            elsewhere = [f for f in findings if not f.fix.edits]
+        findings = [f for f in findings if f.fix.edits]
         chosen = _non_overlapping(current, findings)
         if not chosen:
             break
@@ -120,12 +138,30 @@ def rewrite_text(
         applied += chosen
         helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
     if not applied:
-        rewrite = _without_unused_directives(Rewrite(text), path, options)
+        rewrite = _without_unused_directives(
+            Rewrite(text, elsewhere=tuple(elsewhere)), path, options
+        )
         rewrite.parsed_original = (text, tree)
         return rewrite
-    new_text = _add_imports(current, helpers, options.helpers_module)
+    defined: list[str] = []
+    if helpers and options.settings.is_helpers_file(path):
+        # The helpers' own module: importing them from itself would fail while
+        # it is being imported, so it gets the definitions it lacks instead.
+        from lint_plugin.helper_homes import add_definitions, missing_definitions
+
+        defined = missing_definitions(current, path, helpers)
+        new_text = add_definitions(current, defined, path) if defined else current
+        imported: set[str] = set()
+    else:
+        new_text = _add_imports(current, helpers, options.helpers_module)
+        imported = set(helpers)
+    guard_module = None
     if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
-        new_text = _add_imports(new_text, {GUARD}, options.guard_module)
+        from lint_plugin.guard_home import guard_module_for
+
+        guard_module = options.guard_module or guard_module_for(tree, path)
+        new_text = _add_imports(new_text, {GUARD}, guard_module)
+        imported.add(GUARD)
     rows = _shift_for_import(current, new_text, rows)
     if options.wrap:
         from lint_plugin.formatting import format_ranges
@@ -137,7 +173,15 @@ def rewrite_text(
             rows += _too_long(new_text, import_rows)
         wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
         new_text = format_ranges(new_text, wanted, Path(path))
-    rewrite = Rewrite(new_text, applied, tuple(dict.fromkeys(unsafe_edits)))
+    rewrite = Rewrite(
+        new_text,
+        applied,
+        tuple(dict.fromkeys(unsafe_edits)),
+        imported=frozenset(imported),
+        defined=tuple(defined),
+        guard_module=guard_module,
+        elsewhere=tuple(elsewhere),
+    )
     rewrite = _without_unused_directives(rewrite, path, options)
     rewrite.parsed_original = (text, tree)
     if verify_result:
@@ -153,13 +197,30 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
         reference = splice(original, rewrite.unsafe_edits)
     elif rewrite.parsed_original and rewrite.parsed_original[0] == original:
         tree = rewrite.parsed_original[1]
+    final = rewrite.text
+    if rewrite.defined:
+        # Definitions added to the helpers module itself: proven on their own,
+        # then the rest is compared as any rewrite, the names they bind bound.
+        from lint_plugin.helper_homes import (
+            DefinitionRefused,
+            check_added,
+            without_definitions,
+        )
+
+        try:
+            core = without_definitions(final, rewrite.defined)
+            check_added(core, final, list(rewrite.defined))
+        except (DefinitionRefused, SyntaxError) as exc:
+            raise RewriteRefused(f"rewrite refused: {exc}") from None
+        final = core
     try:
         verify(
             reference,
-            rewrite.text,
+            final,
             options.helpers_module,
-            options.guard_module,
+            rewrite.guard_module or options.guard_module or DEFAULT_GUARD_MODULE,
             reference_tree=tree,
+            also_bound=frozenset(rewrite.defined),
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
@@ -295,7 +356,7 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
     )
     if not fixed:
         return rewrite
-    return Rewrite(text, rewrite.applied + fixed, rewrite.unsafe_edits)
+    return replace(rewrite, text=text, applied=rewrite.applied + fixed)
 
 
 def _shift_for_import(

@@ -128,7 +128,7 @@ def check_source(
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
-        return [_syntax_error(exc, path)]
+        return [_syntax_error(exc, path, text)]
     if notes is not None:
         del notes[:]  # the regions' notes, if any: the whole walk gives its own
     return analyze(
@@ -510,13 +510,14 @@ def _syntax_error_of(text: str, path: str) -> Finding | None:
     try:
         _parse(text, path)
     except SyntaxError as exc:
-        return _syntax_error(exc, path)
+        return _syntax_error(exc, path, text)
     return None
 
 
-def _syntax_error(exc: SyntaxError, path: str) -> Finding:
-    row = exc.lineno or 1
-    column = exc.offset or 1
+def _syntax_error(exc: SyntaxError, path: str, text: str) -> Finding:
+    from lint_plugin.source import syntax_error_position
+
+    row, column = syntax_error_position(exc, text)
     return Finding(
         path,
         row,

@@ -37,9 +37,10 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(text)
     except SyntaxError as exc:
-        raise SyntaxError(
-            f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
-        ) from None
+        from lint_plugin.source import syntax_error_position
+
+        row, column = syntax_error_position(exc, text)
+        raise SyntaxError(f"{prefix}{row}:{column}: SyntaxError: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise SyntaxError(f"{prefix}nested too deeply to parse") from None
 
@@ -51,18 +52,21 @@ def verify(
     guard_module: str | None = None,
     *,
     reference_tree: ast.Module | None = None,
+    also_bound: frozenset[str] = frozenset(),
 ) -> None:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
 
     ``reference_tree``: ``reference`` as already parsed (it is read, never
-    changed). ``final`` is always parsed here: it is what is written."""
+    changed). ``final`` is always parsed here: it is what is written.
+    ``also_bound``: names the caller proves defined elsewhere in the file (the
+    definitions ``fix`` adds to the helpers module itself)."""
     try:
         before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
     except SyntaxError as exc:
         raise NotEqual(str(exc)) from None
-    bound = _module_level_names(after)  # the helpers' imports count here
+    bound = _module_level_names(after) | also_bound  # the helpers' imports count
     before = _drop_helper_imports(before, helpers_module, guard_module)
     after = _drop_helper_imports(after, helpers_module, guard_module)
     canon = Canonicalizer()

@@ -92,6 +92,7 @@ DECLARED: dict[str, Needs] = {
     "KVI004": Needs(((HELPERS,),)),
     "KVI005": Needs(((HELPERS,),)),
     "KVI006": Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD)),
+    "KVI007": Needs((((*HELPERS, GUARD),),)),  # an import of one of them
     "KVI100": Needs(()),  # directives: read by lint_plugin.noqa
 }
 
@@ -188,14 +189,16 @@ def _pattern(texts: Iterable[str]) -> str:
 @functools.lru_cache(maxsize=1)
 def region_seeds() -> re.Pattern[str]:
     """A word some finding needs, where a region starts: the first group of
-    each clause (a class rule's clauses start with the topk a draft backend
-    keeps), and a multi-step class's name."""
-    seeds: list[str] = []
+    each clause of several groups (a class rule's clauses start with the topk a
+    draft backend keeps), every word of a statement rule's one-group clause
+    (the helpers, the guard), and a multi-step class's name."""
+    seeds: list[str] = [helper_prefix(), "MultiStep"]  # MultiStep: a class name
     for needs in DECLARED.values():
         for clause in needs.clauses:
-            seeds += words(clause[0]) if len(clause) > 1 else []
-    seeds.append(helper_prefix())
-    seeds.append("MultiStep")  # a draft backend known by its name
+            if len(clause) > 1 or needs.where == "statement":
+                seeds += words(clause[0])
+    # A word holding another seed adds nothing (and slows the search).
+    seeds = [w for w in seeds if not any(o != w and o in w for o in seeds)]
     return re.compile(_pattern(seeds))
 
 

@@ -65,23 +65,29 @@ def test_the_exit_status_says_whether_it_is_unsized(
 
 
 @pytest.mark.parametrize(
-    ("argument", "message"),
+    ("argument", "message", "usage"),
     [
-        ("b.py", "--explain takes FILE:ROW"),
-        ("b.py:0", "--explain takes FILE:ROW"),
-        ("b.py:1", "no torch allocation in a class spans this row"),
-        ("missing.py:3", "missing.py"),
+        ("b.py", "--explain takes FILE:ROW", True),
+        ("b.py:0", "--explain takes FILE:ROW", True),
+        ("b.py:1", "no torch allocation in a class spans this row", False),
+        ("missing.py:3", "--explain: missing.py: No such file", False),
     ],
 )
 def test_a_bad_explain_is_one_line_exit_2(
-    tmp_path: Path, capsys, monkeypatch, argument: str, message: str
+    tmp_path: Path, capsys, monkeypatch, argument: str, message: str, usage: bool
 ) -> None:
+    """No FILE:ROW is a usage error (the usage, then the line, as argparse
+    prints); a file with nothing to explain is one line."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "b.py").write_text(KVI003.valid[0].code)
     status, out, err = run(capsys, "check", "--no-config", "--explain", argument)
     assert status == 2 and out == ""
-    assert message in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) <= 2  # the line, and the usage hint
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert message in last
+    assert err.startswith("usage: draft-kv-lint check ") == usage
+    if not usage:
+        assert err.strip() == last and last.startswith("draft-kv-lint: error: ")
 
 
 def test_statistics_count_allocations_not_judged(tmp_path: Path, capsys) -> None:

@@ -14,7 +14,8 @@ and repeated in one sum. ``fix`` runs on the file; then:
 A refusal is allowed (it is counted); a wrong value, an internal error or a second
 run that changes the file fails the test. With ``-s`` the counts are printed.
 
-CI runs 2,000 functions. The long run::
+CI runs 2,000 functions, in four shards of 500 that pytest-xdist's workers share
+(each shard draws its own functions). The long run::
 
     DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s
 """
@@ -30,6 +31,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from interpreter import run_function
@@ -41,6 +43,8 @@ from lint_plugin.rewrite import Options
 # The engine raises the limit itself; doing it first keeps hypothesis quiet.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_GENERATED", "2000"))
+SHARDS = 4
+SHARE = -(-EXAMPLES // SHARDS)  # each shard's functions, rounded up
 # Formatting runs ruff once per wrapped statement: a fifth of the functions go
 # through it, the rest are checked unwrapped (the gate is the same either way).
 WRAPPED_SHARE = 5
@@ -232,14 +236,15 @@ def _values(text: str) -> list[object]:
     return [run_function(module, "f", seed) for seed in SEEDS]
 
 
-def test_generated_functions_keep_their_values() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_generated_functions_keep_their_values(shard: int) -> None:
     COUNTS.clear()
     # A memory-backed folder where there is one: every rewrite is an fsync'd write.
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    folder = Path(tempfile.mkdtemp(prefix="kvi-generated-", dir=shm))
+    folder = Path(tempfile.mkdtemp(prefix=f"kvi-generated-{shard}-", dir=shm))
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=SHARE,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -286,11 +291,11 @@ def test_generated_functions_keep_their_values() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         print(
-            f"\ngenerated: {COUNTS['functions']} functions, "
+            f"\ngenerated (shard {shard + 1}/{SHARDS}): {COUNTS['functions']} functions, "
             f"{COUNTS['rewrites']} rewrites in {COUNTS['rewritten functions']} "
             f"functions, {COUNTS['refusals']} refusals, {COUNTS['unequal']} unequal, "
             f"{COUNTS['internal errors']} internal errors, "
             f"{COUNTS['non-idempotent']} non-idempotent"
         )
-    assert COUNTS["functions"] >= min(EXAMPLES, 2000) * 0.9
+    assert COUNTS["functions"] >= min(SHARE, 500) * 0.9
     assert COUNTS["rewrites"] > COUNTS["functions"]  # the generator finds sites
