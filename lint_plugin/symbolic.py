@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from lint_plugin.arith import Adapter
 from lint_plugin.roles import Role
 
 
@@ -369,3 +370,31 @@ def replace(expr: Expr, values: Mapping[Expr, Expr]) -> Expr:
     if isinstance(expr, Tup):
         return Tup(tuple(replace(i, values) for i in expr.items))
     return expr
+
+
+# ---- values read as the formulas' neutral tree (lint_plugin.arith) ----------
+
+
+def _symbolic_binop(node):
+    if isinstance(node, Op) and node.kind in ("+", "*") and len(node.args) >= 2:
+        rest = node.args[:-1]
+        left = rest[0] if len(rest) == 1 else Op(node.kind, rest)
+        return node.kind, left, node.args[-1]
+    if isinstance(node, Op) and node.kind == "-":
+        return "-", node.args[0], node.args[1]
+    if isinstance(node, Const) and node.value < 0:
+        return None
+    return None
+
+
+def _symbolic_name(node) -> str | None:
+    if isinstance(node, Sym) and not node.opaque:
+        return node.text.rsplit(".", 1)[-1]
+    return None
+
+
+def _symbolic_integer(node) -> int | None:
+    return node.value if isinstance(node, Const) else None
+
+
+SYMBOLIC = Adapter(_symbolic_binop, _symbolic_name, _symbolic_integer)

@@ -19,9 +19,8 @@ from lint_plugin.formulas import USED_LEN, match_used_len
 from lint_plugin.guard_placement import place_guard
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import Example, Rule
-from lint_plugin.symbolic import Op, Sym
+from lint_plugin.symbolic import SYMBOLIC, Op, Sym
 from lint_plugin.vocabulary import Needs
-from lint_plugin.widths import SYMBOLIC
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
 NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))
