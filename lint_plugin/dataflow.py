@@ -413,7 +413,7 @@ class Flow:
         body = self._block(stmt.body, facts)
         self._tries.pop()
         collector += body.normal
-        caught = _unique(collector)
+        caught = _merge(collector)  # a handler starts from any point of the body
         exits = _Exits([], body.brk, body.cont)
         if stmt.orelse:
             orelse = self._block(stmt.orelse, body.normal)
