@@ -26,6 +26,7 @@ from lint_plugin.facts import (
     KERNEL,
     Allocation,
     Binding,
+    Bindings,
     ClassFacts,
     FunctionFacts,
     HelperBinding,
@@ -160,6 +161,7 @@ def analyze(
             decide(walker.facts, walker)
     if notes is not None:
         notes += walker.notes
+    walker.release()
     return walker.findings
 
 
@@ -202,6 +204,7 @@ class _Walker:
         self.facts = ModuleFacts()
         self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
         self._analysis: Analysis | None = None
+        self._functions: list[FunctionFacts] = []  # every one made (release)
 
     @property
     def allocator_aliases(self) -> frozenset[str]:
@@ -222,6 +225,20 @@ class _Walker:
 
     def mentions(self, node: ast.AST) -> bool:
         return _mentions(self.rows, node)
+
+    def release(self) -> None:
+        """Cut the references that point back (a binding to its function, a
+        function to its class, a scope to its class) once everything is
+        decided, so the tree is freed as soon as the findings are returned,
+        not left to the cycle collector to scan later (the last file's at
+        exit)."""
+        for function in self._functions:
+            function.locals = function.attrs = Bindings()
+            function.cls = function.parent = None
+        self._functions.clear()
+        if self._analysis is not None:
+            self._analysis.release()
+            self._analysis = None
 
     # ---- traversal -------------------------------------------------------
 
@@ -291,6 +308,7 @@ class _Walker:
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)
         function = FunctionFacts(node, ctx.function, ctx.cls)
+        self._functions.append(function)
         args = node.args
         every = (
             *args.posonlyargs,

@@ -263,6 +263,11 @@ class ClassInfo:
         self._scopes: dict[int, Scope] = {}
         self.bases: list[ClassInfo] | None = None  # resolved by the analysis
 
+    def release(self) -> None:
+        """Forget the scopes made for its methods (each points back here)."""
+        self._scopes.clear()
+        self.bases = None
+
     def attribute_sites(self, attr: str) -> list[tuple[ast.stmt, ast.AST]]:
         """``(statement, function)`` of every assignment to ``self.<attr>`` in
         the class's methods and the functions nested in them.

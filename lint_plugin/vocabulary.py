@@ -121,43 +121,68 @@ def _common(texts: Iterable[str]) -> str:
     return ""
 
 
+_FAMILY = 6  # a shared piece shorter than this rules out too few files to pay
+
+
+def _families(texts: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``texts`` in families, each with a piece all its members contain: one
+    search for the piece rules the whole family out (``_kv_indices`` for the
+    helpers and the kernel); a word sharing no long piece is its own family."""
+    pending = list(dict.fromkeys(texts))
+    found = []
+    while pending:
+        first = pending[0]
+        piece, members = first, [first]
+        for other in pending[1:]:
+            shared = _common((first, other))
+            if len(shared) >= _FAMILY:
+                group = [t for t in pending if shared in t]
+                if len(group) > len(members):
+                    piece, members = shared, group
+        found.append((piece, tuple(members)))
+        pending = [t for t in pending if t not in members]
+    return tuple(found)
+
+
 @functools.lru_cache(maxsize=1)
-def _byte_clauses() -> tuple[bytes, tuple[tuple[tuple[bytes, ...], ...], ...]]:
-    """Every rule's clauses as byte anchors; with the substring all the
-    one-word clauses share (``kv_indices``: one search rules them all out)."""
+def _byte_clauses() -> tuple[tuple[tuple[bytes, ...], ...], ...]:
+    """Every rule's clauses as byte anchors."""
     clauses = []
-    single = []
     for needs in DECLARED.values():
         for clause in needs.clauses:
             groups = tuple(tuple(w.encode() for w in words(g)) for g in clause)
             if groups not in clauses:
                 clauses.append(groups)
-            if len(groups) == 1:
-                single += groups[0]
-    return _common(w.decode() for w in single).encode(), tuple(clauses)
+    return tuple(clauses)
 
 
 @functools.lru_cache(maxsize=1)
 def _plan():
-    """The clauses by their first group, each first group searched once."""
-    shared, clauses = _byte_clauses()
+    """The one-group clauses' words in families (one search rules a family
+    out), and the other clauses by their first group, each searched once."""
     by_first: dict[tuple[bytes, ...], list[tuple[tuple[bytes, ...], ...]]] = {}
-    for groups in clauses:
+    for groups in _byte_clauses():
         by_first.setdefault(groups[0], []).append(groups[1:])
-    singles = tuple(first for first, rests in by_first.items() if () in rests)
+    singles = [
+        w.decode() for first, rests in by_first.items() if () in rests for w in first
+    ]
+    single_families = tuple(
+        (piece.encode(), tuple(w.encode() for w in members))
+        for piece, members in _families(singles)
+    )
     many = tuple(
         (first, tuple(r for r in rests if r)) for first, rests in by_first.items()
     )
-    return shared, singles, tuple((f, r) for f, r in many if r)
+    return single_families, tuple((f, r) for f, r in many if r)
 
 
 def could_match(data: bytes) -> bool:
     """Could any rule find anything in a file of these bytes? (Plain loops:
     this runs on every file, and generators cost more than the searches.)"""
-    shared, singles, many = _plan()
-    if not shared or shared in data:
-        for first in singles:
-            for word in first:
+    single_families, many = _plan()
+    for piece, members in single_families:
+        if piece in data:
+            for word in members:
                 if word in data:
                     return True
     for first, rests in many:

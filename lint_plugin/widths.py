@@ -97,6 +97,13 @@ class Analysis(CallValues):
         # Memo keys hold ids: every frame made is kept alive with the analysis.
         self._alive: list[Frame] = []
 
+    def release(self) -> None:
+        """Drop what points back up (each class's scopes point to the class):
+        the analysis is done with."""
+        for info in self._classes.values():
+            info.release()
+        self._classes.clear()
+
     def new_frame(
         self,
         scope: Scope,
