@@ -135,7 +135,7 @@ def _merge(facts: list[Fact]) -> list[Fact]:
         while changed and len(conds) > 1:
             changed = False
             for a in conds:
-                for literal in sorted(a, key=_literal_order):
+                for literal in sorted(a, key=literal_order):
                     opposite = (literal[0], literal[1], not literal[2])
                     b = (a - {literal}) | {opposite}
                     if b in conds:
@@ -154,7 +154,10 @@ def _merge(facts: list[Fact]) -> list[Fact]:
     return _unique(merged)
 
 
-def _literal_order(literal: Literal) -> tuple:
+def literal_order(literal: tuple) -> tuple:
+    """A literal's place in the source (a path's literals, in one order
+    whatever the nodes' hashes); also a condition's, which is a literal and
+    its frame."""
     node = literal[1]
     return (
         getattr(node, "lineno", 0),

@@ -14,7 +14,7 @@ Nothing here reads source code: :mod:`lint_plugin.widths` builds these values fr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from lint_plugin.arith import Adapter
 from lint_plugin.roles import Role
@@ -237,19 +237,24 @@ def evaluate(expr: Expr, values: Mapping[str, int]) -> int:
     raise Undefined("a tuple is no integer")
 
 
-def holds(cond: Expr, values: Mapping[str, int]) -> bool:
-    """A condition's truth for a binding."""
-    if isinstance(cond, Op) and cond.kind in CONDITION_KINDS:
-        if cond.kind == "cmp":
-            left, right = (evaluate(a, values) for a in cond.args)
-            return _COMPARE[cond.info](left, right)
+def holds(
+    cond: Expr, values: Mapping[str, int], atom: Callable[[object], bool] | None = None
+) -> bool:
+    """A condition's truth for a binding; with ``atom``, what is not a ``not``,
+    an ``and`` or an ``or`` of conditions is an atom, ``atom(it)`` its truth."""
+    if isinstance(cond, Op) and cond.kind in ("not", "and", "bor"):
         if cond.kind == "not":
-            return not holds(cond.args[0], values)
+            return not holds(cond.args[0], values, atom)
         if cond.kind == "and":
-            return all(holds(a, values) for a in cond.args)
-        if cond.kind == "bor":
-            return any(holds(a, values) for a in cond.args)
-        return bool(evaluate(cond.args[0], values))  # truth
+            return all(holds(a, values, atom) for a in cond.args)
+        return any(holds(a, values, atom) for a in cond.args)
+    if atom is not None:
+        return atom(cond)
+    if isinstance(cond, Op) and cond.kind == "cmp":
+        left, right = (evaluate(a, values) for a in cond.args)
+        return _COMPARE[cond.info](left, right)
+    if isinstance(cond, Op) and cond.kind == "truth":
+        return bool(evaluate(cond.args[0], values))
     return bool(evaluate(cond, values))
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from lint_plugin import symbolic
 from lint_plugin.alternatives import role_of_value
 from lint_plugin.bounds import evaluable, find_witness, proves, values_of
+from lint_plugin.dataflow import literal_order
 from lint_plugin.facts import Allocation, ClassFacts, ModuleFacts
 from lint_plugin.findings import Fix
 from lint_plugin.formulas import BUFFER_WIDTH, render_helper_call
@@ -310,6 +311,21 @@ when the function has no sequence count.
                 "]",
             )
         ),
+        # A path that cannot be taken: the body of the try raises whenever the
+        # early return let the method go on.
+        Example(
+            _method(
+                "if not flag:",
+                "    return",
+                "try:",
+                "    if flag:",
+                "        raise ValueError",
+                "    width = max_bs * self.max_context_len",
+                "except ValueError:",
+                "    width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)",
+                _ALLOC,
+            )
+        ),
         # Not judged: a width of another module's function.
         Example(_method("width = compute_width(max_bs)", _ALLOC)),
     ),
@@ -406,6 +422,20 @@ when the function has no sequence count.
         # Flowing from a base class of the file and a function of the module.
         Example(_method(f"self.buf = torch.zeros(({_STEPS}, self.row))")),
         Example(_method("width = row_width(max_bs, self.max_context_len)", _ALLOC)),
+        # A handler starts from any point of its try: each name still has one
+        # value there, and one argument of the min has no topk.
+        Example(
+            _method(
+                "n, k, ctx = max_bs, self.topk, self.max_context_len",
+                "try:",
+                "    if flag:",
+                "        raise ValueError",
+                "    width = draft_kv_indices_buffer_width(n, k, ctx)",
+                "except ValueError:",
+                "    width = min(n * k * ctx, k * n * ctx, ctx * n * k, n * ctx)",
+                _ALLOC,
+            )
+        ),
     ),
 )
 
@@ -645,7 +675,7 @@ def _conditions(row: Row, analysis):
     evaluable_conds = []
     shown = []
     tests = []  # every condition, as a formula of its tests (for consistency)
-    for cond in sorted(row.conds, key=_cond_order):
+    for cond in sorted(row.conds, key=literal_order):
         expr, positive = analysis.condition(cond)
         if expr is None:
             tests.append((("opaque", cond[0], id(cond[1]), id(cond[3])), positive))
@@ -692,7 +722,7 @@ def _consistent(tests: list) -> bool:
         return True
     for values in itertools.product((False, True), repeat=len(atoms)):
         truth = dict(zip(atoms, values, strict=True))
-        if all(_truth(f, truth) == positive for f, positive in tests):
+        if all(holds(f, {}, truth.__getitem__) == positive for f, positive in tests):
             return True
     return False
 
@@ -703,27 +733,6 @@ def _atoms(formula) -> Iterator:
             yield from _atoms(arg)
     else:
         yield formula
-
-
-def _truth(formula, truth: dict) -> bool:
-    if isinstance(formula, Op):
-        if formula.kind == "not":
-            return not _truth(formula.args[0], truth)
-        if formula.kind == "and":
-            return all(_truth(a, truth) for a in formula.args)
-        if formula.kind == "bor":
-            return any(_truth(a, truth) for a in formula.args)
-    return truth[formula]
-
-
-def _cond_order(cond) -> tuple:
-    node = cond[1]
-    return (
-        getattr(node, "lineno", 0),
-        getattr(node, "col_offset", 0),
-        cond[0],
-        cond[2],
-    )
 
 
 def _evaluable_condition(expr: Expr) -> bool:
