@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections import deque
 from collections.abc import Sequence
 
+from lint_plugin import vocabulary
 from lint_plugin.allocations import (
+    allocator_aliases,
     is_allocation,
     is_draft_backend_class,
     may_be_draft_backend,
@@ -25,6 +26,7 @@ from lint_plugin.facts import (
     KERNEL,
     Allocation,
     Binding,
+    Bindings,
     ClassFacts,
     FunctionFacts,
     HelperBinding,
@@ -43,22 +45,21 @@ from lint_plugin.formulas import (
     render_call,
     render_replacement,
 )
+from lint_plugin.module_scope import EmptyModuleScope, ModuleScope, TreeModuleScope
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import DECISIONS, OPT_IN, RULES
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.source import COMMENT, Source, one_line, rows_matching
+from lint_plugin.widths import Analysis
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
 # What holds statements below a statement (a handler's or a case's body).
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
-# Rows of a possible draft backend whose expressions hold facts: allocations, the
-# kernel's launches, guards (roles and helpers are in the caller's rows already).
-_FACT_WORDS = re.compile(
-    r"\b(?:zeros|empty|ones|full|empty_strided|new_\w+)\s*\(|" + KERNEL + "|" + GUARD
-)
-
+# Rows of a possible draft backend whose expressions hold facts: allocations (by
+# any name the file gives an allocator), the kernel's launches, guards; the words
+# are the rules' own (lint_plugin.vocabulary).
 
 # Fields that never lead to anything the walk looks at: names and flags, and the
 # context and operator nodes (a third of all nodes in a typical statement).
@@ -137,6 +138,8 @@ def analyze(
     rows: Sequence[int] | None = None,
     settings: Settings = DEFAULT_SETTINGS,
     helper_names: dict[str, str] | None = None,
+    module: ModuleScope | None = None,
+    notes: list[Finding] | None = None,
 ) -> list[Finding]:
     """All KVI findings in ``tree`` (not filtered by noqa or selection).
 
@@ -145,15 +148,38 @@ def analyze(
     function with aliases (``k = self.topk``), whose formulas may name none, and
     in a class that may be a draft backend. ``helper_names``: the names the
     helpers go by so far in the file, shared by the regions check parses.
+    ``module``: the file's module-level statements, for values that flow from
+    them (``tree`` itself when it is the whole module). ``notes`` receives what
+    the rules could not judge (KVI003's opaque widths), as findings of their code.
     """
-    walker = _Walker(source, path, rows, settings)
+    walker = _Walker(source, path, rows, settings, _module_of(tree, source, module))
     if helper_names is not None:  # shared by the regions of one file, in order
         walker.facts.helper_names = helper_names
     walker.visit(tree, _Context(), False)
     for code, decide in DECISIONS:
         if code not in OPT_IN or code in settings.opt_in:
             decide(walker.facts, walker)
+    if notes is not None:
+        notes += walker.notes
+    walker.release()
     return walker.findings
+
+
+def walk(
+    tree: ast.Module, source: Source, path: str, settings: Settings = DEFAULT_SETTINGS
+) -> _Walker:
+    """The whole tree's facts and reporter, nothing decided (``--explain``)."""
+    walker = _Walker(source, path, None, settings, _module_of(tree, source, None))
+    walker.visit(tree, _Context(), False)
+    return walker
+
+
+def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
+    if module is not None:
+        return module
+    if isinstance(tree, ast.Module):
+        return TreeModuleScope(tree, source)
+    return EmptyModuleScope(source)
 
 
 class _Walker:
@@ -166,17 +192,53 @@ class _Walker:
         path: str,
         rows: Sequence[int] | None,
         settings: Settings = DEFAULT_SETTINGS,
+        module: ModuleScope | None = None,
     ) -> None:
         self.source = source
         self.path = path
         self.rows = rows
         self.settings = settings
+        self.module = module or EmptyModuleScope(source)
         self.findings: list[Finding] = []
+        self.notes: list[Finding] = []
         self.facts = ModuleFacts()
         self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
+        self._analysis: Analysis | None = None
+        self._functions: list[FunctionFacts] = []  # every one made (release)
+
+    @property
+    def allocator_aliases(self) -> frozenset[str]:
+        """Other names the file calls an allocator by (its whole text's)."""
+        found = getattr(self.module, "allocator_aliases", None)
+        if found is None:  # once per file: the regions share the module
+            found = self.module.allocator_aliases = allocator_aliases(
+                self.module.source.text
+            )
+        return found
+
+    @property
+    def analysis(self) -> Analysis:
+        """The values of this tree, computed as the rules ask for them."""
+        if self._analysis is None:
+            self._analysis = Analysis(self.module, self.facts.helper_names, self.source)
+        return self._analysis
 
     def mentions(self, node: ast.AST) -> bool:
         return _mentions(self.rows, node)
+
+    def release(self) -> None:
+        """Cut the references that point back (a binding to its function, a
+        function to its class, a scope to its class) once everything is
+        decided, so the tree is freed as soon as the findings are returned,
+        not left to the cycle collector to scan later (the last file's at
+        exit)."""
+        for function in self._functions:
+            function.locals = function.attrs = Bindings()
+            function.cls = function.parent = None
+        self._functions.clear()
+        if self._analysis is not None:
+            self._analysis.release()
+            self._analysis = None
 
     # ---- traversal -------------------------------------------------------
 
@@ -240,13 +302,13 @@ class _Walker:
         ):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)
-        return _Context(
-            None, None, facts, rows_matching(_FACT_WORDS, text, node.lineno)
-        )
+        pattern = vocabulary.fact_pattern(self.allocator_aliases)
+        return _Context(None, None, facts, rows_matching(pattern, text, node.lineno))
 
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)
         function = FunctionFacts(node, ctx.function, ctx.cls)
+        self._functions.append(function)
         args = node.args
         every = (
             *args.posonlyargs,
@@ -342,7 +404,7 @@ class _Walker:
             return
         if AST.name(call.func) == GUARD:
             function.guards.append(call)
-        elif is_allocation(call):
+        elif is_allocation(call, self.allocator_aliases):
             target = self.targets.get(id(call))
             cls.allocations.append(Allocation(call, function, target))
         elif (
@@ -420,6 +482,14 @@ class _Walker:
 
     def add(self, code: str, span: tuple[int, int], message: str, fix=None) -> None:
         self._add(code, span, message, fix)
+
+    def note(self, code: str, span: tuple[int, int], message: str) -> None:
+        """Something the rule could not judge (never reported as a finding)."""
+        row, column = self.source.position(span[0])
+        end_row, end_column = self.source.position(span[1])
+        self.notes.append(
+            Finding(self.path, row, column, end_row, end_column, code, message)
+        )
 
     # ---- output ----------------------------------------------------------
 

@@ -39,6 +39,8 @@ class CheckResult:
     errors: list[FileError] = field(default_factory=list)  # could not be checked
     crashes: list[FileError] = field(default_factory=list)  # the engine failed
     files_checked: int = 0
+    # What a selected rule could not judge (KVI003's opaque widths), when asked.
+    notes: list[Finding] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
@@ -52,9 +54,20 @@ def check_bytes(
     selection: Selection,
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
+    notes: list[Finding] | None = None,
 ) -> list[Finding]:
-    """Reportable findings in one file's bytes; raises ``SourceError``."""
-    findings = _engine_findings(data, path, settings, cache)
+    """Reportable findings in one file's bytes; raises ``SourceError``.
+    ``notes`` receives what a selected rule could not judge (the cache keeps
+    findings only: asking for notes checks the file afresh)."""
+    if notes is not None:
+        from lint_plugin import scan
+
+        found: list[Finding] = []
+        findings = scan.check_source(data, path, settings, notes=found)
+        codes = selection.codes_for(path)
+        notes += [n for n in found if n.code in codes]
+    else:
+        findings = _engine_findings(data, path, settings, cache)
     if not findings and not may_hold_own_directive(data):
         return []  # nothing found and no KVI directive to judge (KVI100)
     # Directives first, on every finding: whether a directive is used does not
@@ -105,25 +118,30 @@ def check_files(
     selection: Selection,
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
+    notes: bool = False,
 ) -> CheckResult:
+    """``notes``: also collect what the rules could not judge (``--statistics``)."""
     workers = _workers(len(paths))
+    if notes:
+        cache = None
     if workers < 2:
-        return _check_serially(paths, selection, settings, cache)
+        return _check_serially(paths, selection, settings, cache, notes)
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
     children = [
-        _fork_checker(chunk, selection, settings, cache) for chunk in chunks[1:]
+        _fork_checker(chunk, selection, settings, cache, notes) for chunk in chunks[1:]
     ]
-    parts = [_check_serially(chunks[0], selection, settings, cache)]
+    parts = [_check_serially(chunks[0], selection, settings, cache, notes)]
     for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
-        parts.append(_collect(pid, pipe, chunk, selection, settings, cache))
+        parts.append(_collect(pid, pipe, chunk, selection, settings, cache, notes))
     result = CheckResult()
     for part in parts:
         result.reports += part.reports
         result.errors += part.errors
         result.crashes += part.crashes
         result.files_checked += part.files_checked
+        result.notes += part.notes
     order = {path: index for index, path in enumerate(paths)}
     result.reports.sort(key=lambda report: order[report.path])
     result.errors.sort(key=lambda error: order.get(error.path, 0))
@@ -131,7 +149,11 @@ def check_files(
 
 
 def _fork_checker(
-    chunk: list[str], selection: Selection, settings: Settings, cache: Cache | None
+    chunk: list[str],
+    selection: Selection,
+    settings: Settings,
+    cache: Cache | None,
+    notes: bool = False,
 ) -> tuple[int, int]:
     import os
     import pickle
@@ -142,7 +164,9 @@ def _fork_checker(
         status = 1
         try:
             os.close(read_end)
-            data = pickle.dumps(_check_serially(chunk, selection, settings, cache))
+            data = pickle.dumps(
+                _check_serially(chunk, selection, settings, cache, notes)
+            )
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(data)
             status = 0
@@ -152,7 +176,9 @@ def _fork_checker(
     return pid, read_end
 
 
-def _collect(pid: int, pipe: int, chunk: list[str], selection, settings, cache):
+def _collect(
+    pid: int, pipe: int, chunk: list[str], selection, settings, cache, notes=False
+):
     import os
     import pickle
 
@@ -160,7 +186,8 @@ def _collect(pid: int, pipe: int, chunk: list[str], selection, settings, cache):
         data = stream.read()
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
-        return _check_serially(chunk, selection, settings, cache)  # the child failed
+        # The child failed: check its files here.
+        return _check_serially(chunk, selection, settings, cache, notes)
     return pickle.loads(data)
 
 
@@ -179,6 +206,7 @@ def _check_serially(
     selection: Selection,
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
+    notes: bool = False,
 ) -> CheckResult:
     result = CheckResult()
     for path in paths:
@@ -187,7 +215,9 @@ def _check_serially(
             result.errors.append(data)
             continue
         try:
-            findings = check_bytes(data, path, selection, settings, cache)
+            findings = check_bytes(
+                data, path, selection, settings, cache, result.notes if notes else None
+            )
         except SourceError as error:
             result.errors.append(FileError(path, str(error)))
             continue

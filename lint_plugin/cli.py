@@ -339,7 +339,16 @@ def _add_check_parser(subparsers: argparse._SubParsersAction) -> None:
         "--exit-zero", action="store_true", help="exit 0 even when there are findings"
     )
     parser.add_argument(
-        "--statistics", action="store_true", help="count findings per code instead"
+        "--statistics",
+        action="store_true",
+        help="count findings per code instead, and the allocations KVI003 "
+        "could not judge",
+    )
+    parser.add_argument(
+        "--explain",
+        metavar="FILE:ROW",
+        help="print how KVI003 reads the allocation at ROW of FILE: each path's "
+        "row width and verdict (exit 1 when one is unsized)",
     )
     parser.add_argument(
         "--add-noqa",
@@ -534,6 +543,8 @@ def run_check(args: argparse.Namespace) -> int:
     if args.show_settings:
         args.paths = [args.show_settings]
         return show_settings(args, load_plan(args), args.show_settings)
+    if args.explain:
+        return _explain(args)
     if stdin:
         if args.add_noqa:
             raise UsageError("--add-noqa cannot write to standard input")
@@ -546,7 +557,11 @@ def run_check(args: argparse.Namespace) -> int:
             _warning("No Python files found under the given path(s)")
         settings = _settings(args, plan)
         result = check_files(
-            plan.files, plan.selection, settings, _cache(args, plan, settings)
+            plan.files,
+            plan.selection,
+            settings,
+            _cache(args, plan, settings),
+            notes=args.statistics,
         )
     errors = plan.errors + result.errors
     _print_file_errors(errors)
@@ -566,11 +581,11 @@ def run_check(args: argparse.Namespace) -> int:
         from lint_plugin.output import statistics
 
         if output_format in ("json", "json-lines"):
-            report = statistics.render_json(findings)
+            report = statistics.render_json(findings, result.notes)
         else:
             from lint_plugin.output.text import summary
 
-            report = statistics.render_text(findings)
+            report = statistics.render_text(findings, result.notes)
             if not args.quiet:
                 report += "\n".join(summary(findings, unchecked)) + "\n"
     elif output_format in ("text", "concise", "full"):
@@ -604,6 +619,38 @@ def run_check(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return 0
     return 1 if findings or errors else 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """``check --explain FILE:ROW``: 1 when an allocation there is unsized. An
+    argument that is no FILE:ROW is a usage error; a file that cannot be read,
+    parsed or holds no allocation at the row, one line (both exit 2)."""
+    from lint_plugin.explain import NothingToExplain, explain
+    from lint_plugin.files import read_source
+    from lint_plugin.findings import FileError
+    from lint_plugin.prefilter import SourceError, decode
+
+    path, _, row = args.explain.rpartition(":")
+    if not path or not row.isdigit() or int(row) < 1:
+        raise UsageError(f"--explain takes FILE:ROW, not {args.explain!r}")
+    args.paths = [path]
+    plan = load_plan(args, discover_files=False)
+    data = read_source(path)
+    if isinstance(data, FileError):
+        raise RunError(f"--explain: {path}: {data.reason}")
+    try:
+        text = decode(data).replace("\r\n", "\n").replace("\r", "\n")
+        report, verdict = explain(text, path, int(row), _settings(args, plan))
+    except SourceError as error:
+        raise RunError(f"--explain: {path}: {error}") from None
+    except SyntaxError as error:
+        raise RunError(
+            f"--explain: {path}:{error.lineno or 1}: SyntaxError: {error.msg}"
+        ) from None
+    except NothingToExplain as error:
+        raise RunError(f"--explain: {error}") from None
+    sys.stdout.write(report)
+    return 1 if verdict == "unsized" else 0
 
 
 def _cache(args: argparse.Namespace, plan: Plan, settings):

@@ -3,13 +3,8 @@
 The walk (:mod:`lint_plugin.analysis`) records facts and judges nothing beyond the
 two inline formulas: bindings of locals and ``self.`` attributes, torch allocations,
 helper calls and bindings of the helpers' names, launches of the draft index kernel.
-Each rule in ``rules/`` reads these and decides on its own.
-
-:func:`expand` is how a rule sees through the names people give a width: it returns
-an expression in which each local and ``self.`` attribute is replaced by the value
-last assigned to it before the point of use (a copy; the file's own tree is never
-changed), so ``w = max_bs * ctx`` with ``ctx = self.max_context_len`` reads as
-``max_bs * self.max_context_len`` wherever ``w`` is used.
+Each rule in ``rules/`` reads these and decides on its own; what a value can be
+worth, on every path, is the width analysis's (:mod:`lint_plugin.widths`).
 """
 
 from __future__ import annotations
@@ -18,12 +13,13 @@ import ast
 import bisect
 import re
 
+from lint_plugin import vocabulary
 from lint_plugin.allocations import KERNEL as KERNEL  # the rules import it here
 from lint_plugin.allocations import is_draft_backend_class, may_be_draft_backend
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 
-GUARD = "assert_buffer_fits"
+GUARD = vocabulary.GUARD
 
 Position = tuple[int, int]
 
@@ -143,15 +139,6 @@ class ClassFacts:
             or bool(self.launches)
         )
 
-    def attribute_binding(self, attr: str, function: FunctionFacts, at: Position):
-        """``self.attr``'s value at ``at`` in ``function``: the last assignment
-        before it there, else the only assignment in the class."""
-        found = function.attrs.before(attr, at)
-        if found is not None:
-            return found
-        everywhere = [b for f in self.functions for b in f.attrs.all(attr)]
-        return everywhere[0] if len(everywhere) == 1 else None
-
 
 @record(eq=False)
 class HelperBinding:
@@ -182,15 +169,16 @@ def helper_names() -> dict[str, str]:
 # `from <helpers module> import draft_kv_indices_used_len as used_len`: the other
 # names a file may call the helpers by, read from its text (any module: a
 # superset of the trusted imports the walk records).
-_HELPER_ALIAS = re.compile(r"\bdraft_kv_indices_\w+\s+as\s+(\w+)")
+_PREFIX = vocabulary.helper_prefix()
+_HELPER_ALIAS = re.compile(rf"\b{_PREFIX}\w+\s+as\s+(\w+)")
 
 
 def helper_aliases(text: str) -> tuple[str, ...]:
     """Names ``text`` may import a helper under, besides the helpers' own."""
-    if "draft_kv_indices_" not in text:
+    if _PREFIX not in text:
         return ()
     found = set(_HELPER_ALIAS.findall(text))
-    return tuple(sorted(a for a in found if "draft_kv_indices_" not in a))
+    return tuple(sorted(a for a in found if _PREFIX not in a))
 
 
 def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
@@ -203,7 +191,7 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
     return (
         is_draft_backend_class(name)
         or may_be_draft_backend(text)
-        or "draft_kv_indices_" in text
+        or _PREFIX in text
         or any(alias in text for alias in aliases)
     )
 
@@ -219,10 +207,7 @@ class ModuleFacts:
     imports: list[ImportedName] = field(default_factory=list)
 
 
-# ---- seeing through names ---------------------------------------------------
-
-_NO_OP_WRAPPERS = frozenset({"int", "operator.index"})
-_MAX_DEPTH = 24
+# ---- names ------------------------------------------------------------------
 
 
 def self_attribute(node: ast.AST) -> str | None:
@@ -233,115 +218,3 @@ def self_attribute(node: ast.AST) -> str | None:
     ):
         return node.attr
     return None
-
-
-def call_name(node: ast.Call) -> str | None:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        if isinstance(func.value, ast.Name):
-            return f"{func.value.id}.{func.attr}"
-        return func.attr
-    return None
-
-
-def unwrap(node: ast.expr) -> ast.expr:
-    """``int(x)`` and similar no-op wrappers stand for ``x``."""
-    while (
-        isinstance(node, ast.Call)
-        and call_name(node) in _NO_OP_WRAPPERS
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        node = node.args[0]
-    return node
-
-
-def binding_of(
-    node: ast.expr, function: FunctionFacts, at: Position
-) -> tuple[Binding, FunctionFacts] | None:
-    """Where the local or ``self.`` attribute ``node`` got its value at ``at``."""
-    if isinstance(node, ast.Name):
-        scope: FunctionFacts | None = function
-        while scope is not None:
-            found = scope.locals.before(node.id, at)
-            if found is not None:
-                return found, scope
-            if node.id in scope.params:
-                return None
-            at = position(scope.node)
-            scope = scope.parent
-        return None
-    attr = self_attribute(node)
-    if attr is not None and function.cls is not None:
-        found = function.cls.attribute_binding(attr, function, at)
-        if found is not None:
-            return found, found.owner or function
-    return None
-
-
-def definition(
-    node: ast.expr, function: FunctionFacts, at: Position
-) -> tuple[ast.expr, FunctionFacts, Position]:
-    """Follow plain assignments and no-op wrappers to where a value is made."""
-    for _ in range(_MAX_DEPTH):
-        node = unwrap(node)
-        found = binding_of(node, function, at)
-        if found is None:
-            break
-        binding, function = found
-        if binding.value is None or binding.op is not None:
-            break
-        node, at = binding.value, binding.at
-    return node, function, at
-
-
-def expand(
-    node: ast.expr, function: FunctionFacts, at: Position, depth: int = 0
-) -> ast.expr:
-    """A copy of ``node`` with locals and ``self.`` attributes replaced by their
-    values at ``at`` and no-op wrappers removed (see the module docstring)."""
-    if depth > _MAX_DEPTH:
-        return node
-    node = unwrap(node)
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        if role_of_name(node.id if isinstance(node, ast.Name) else node.attr):
-            # A name that says what it is keeps its role, whatever it was
-            # assigned from (`self.speculative_num_steps = steps`).
-            return node
-        found = binding_of(node, function, at)
-        if found is None:
-            return node
-        binding, owner = found
-        if binding.value is None:
-            return node
-        value = expand(binding.value, owner, binding.at, depth + 1)
-        if binding.op is None:
-            return value
-        previous = ast.Name(id="?", ctx=ast.Load())
-        before = binding_of(node, owner, binding.at)
-        if before is not None:
-            previous = expand(node, owner, binding.at, depth + 1)
-        return ast.BinOp(left=previous, op=binding.op, right=value)
-    if isinstance(node, ast.BinOp):
-        return ast.BinOp(
-            left=expand(node.left, function, at, depth + 1),
-            op=node.op,
-            right=expand(node.right, function, at, depth + 1),
-        )
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return type(node)(
-            elts=[expand(e, function, at, depth + 1) for e in node.elts],
-            ctx=ast.Load(),
-        )
-    if isinstance(node, ast.Call):
-        return ast.Call(
-            func=node.func,
-            args=[expand(a, function, at, depth + 1) for a in node.args],
-            keywords=[
-                ast.keyword(arg=k.arg, value=expand(k.value, function, at, depth + 1))
-                for k in node.keywords
-            ],
-        )
-    return node

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from lint_plugin import __version__
 from lint_plugin.analysis import analyze
 from lint_plugin.facts import helper_aliases, helper_names, read_whole
+from lint_plugin.module_scope import TreeModuleScope
 from lint_plugin.noqa import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 from lint_plugin.scan import interesting_rows
@@ -76,9 +77,10 @@ class KviChecker:
             # The names the helpers go by (trusted import aliases) hold for the
             # statements after the import, as in a walk of the whole tree.
             names = helper_names()
+            module = TreeModuleScope(self.tree, source)
             for node in _statements_around(self.tree.body, rows, source, aliases):
                 findings += analyze(
-                    node, source, self.filename, rows, self.settings, names
+                    node, source, self.filename, rows, self.settings, names, module
                 )
         if not self.disable_noqa and (findings or may_hold_own_directive(text)):
             findings = review(findings, text, self.filename)

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from lint_plugin.arith import Expr, Leaf, Product, Sum
 from lint_plugin.records import record
 from lint_plugin.roles import Role
-
-USED_LEN = "draft_kv_indices_used_len"
-BUFFER_WIDTH = "draft_kv_indices_buffer_width"
+from lint_plugin.vocabulary import BUFFER_WIDTH as BUFFER_WIDTH  # the rules' words
+from lint_plugin.vocabulary import USED_LEN as USED_LEN
 
 # Parameter names and the role each slot must not be given another strong role in.
 HELPER_SLOTS: dict[str, tuple[tuple[str, Role | None], ...]] = {

@@ -224,3 +224,75 @@ def expression_form(text: str, canon: Canonicalizer) -> int:
     # Parenthesised, a span that crosses lines or holds comments parses alone.
     tree = ast.parse(f"(\n{text}\n)", mode="eval")
     return canon.canonical(tree.body)
+
+
+# ---- polynomials as values -------------------------------------------------
+# The width analysis (:mod:`lint_plugin.bounds`) reads the same polynomials as
+# bounds on a value: atoms are its symbols' ids, and a polynomial is known to be
+# non-negative for all positive symbols when shifting each symbol to its least
+# value leaves no negative coefficient.
+
+TooLarge = _TooLarge  # raised by ``multiply`` past MAX_MONOMIALS
+
+
+def constant(value: int) -> Poly:
+    return {(): value} if value else {}
+
+
+def variable(atom: int) -> Poly:
+    return {(atom,): 1}
+
+
+def add(left: Poly, right: Poly) -> Poly:
+    return _add(left, right, 1)
+
+
+def subtract(left: Poly, right: Poly) -> Poly:
+    return _add(left, right, -1)
+
+
+def multiply(left: Poly, right: Poly) -> Poly:
+    """``left * right``; raises ``TooLarge`` past ``MAX_MONOMIALS`` terms."""
+    return _multiply(left, right)
+
+
+def scale(poly: Poly, factor: int) -> Poly:
+    return {m: c * factor for m, c in poly.items() if c * factor}
+
+
+def substitute(poly: Poly, values: Mapping[int, Poly]) -> Poly:
+    """``poly`` with each atom in ``values`` replaced by its polynomial."""
+    total: Poly = {}
+    for monomial, coefficient in poly.items():
+        product: Poly = {(): coefficient}
+        kept: list[int] = []
+        for atom in monomial:
+            if atom in values:
+                product = _multiply(product, values[atom])
+            else:
+                kept.append(atom)
+        if kept:
+            product = _multiply(product, {tuple(kept): 1})
+        total = _add(total, product, 1)
+    return total
+
+
+def is_nonnegative(poly: Poly, least: Mapping[int, int]) -> bool:
+    """A sufficient test that ``poly >= 0`` wherever each atom ``a`` is an integer
+    of at least ``least[a]`` (1 when not given): written in ``a - least[a] >= 0``
+    instead of ``a``, no coefficient is negative."""
+    atoms = {atom for monomial in poly for atom in monomial}
+    shifted = substitute(
+        poly, {a: _add({(a,): 1}, constant(least.get(a, 1)), 1) for a in atoms}
+    )
+    return all(coefficient >= 0 for coefficient in shifted.values())
+
+
+def evaluate(poly: Poly, values: Mapping[int, int]) -> int:
+    total = 0
+    for monomial, coefficient in poly.items():
+        term = coefficient
+        for atom in monomial:
+            term *= values[atom]
+        total += term
+    return total

@@ -19,30 +19,23 @@ import sys
 import warnings
 from collections.abc import Callable
 
+from lint_plugin import vocabulary
 from lint_plugin.analysis import analyze
 from lint_plugin.facts import helper_aliases, read_whole
 from lint_plugin.facts import helper_names as _helper_names
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.module_scope import TextModuleScope
 from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
 from lint_plugin.prefilter import could_match, decode
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.source import Source, rows_matching
 
-# Every finding needs one of these words in the file (KVI003: the class name;
-# KVI007: an import of a helper or of the guard).
-_WORDS = ("topk", "draft_kv_indices_", "MultiStep", "assert_buffer_fits")
-_INTEREST_TEXT = re.compile("|".join(_WORDS))
-# Rows worth walking inside a parsed region: a formula, a helper call or a
-# context-sized allocation always names one of these on one of its rows.
-_ROW_INTEREST = re.compile(
-    r"topk|seq_lens?_sum|context_len|draft_kv_indices_|assert_buffer_fits"
-)
-# A region can only hold a finding if it also names a second role of a formula,
-# calls a helper, imports the guard, or is the draft class itself (checked
-# before this).
-_SECOND_ROLE = re.compile(
-    r"seq_lens?_sum|context_len|draft_kv_indices_|assert_buffer_fits"
-)
+# The words are the rules' own (lint_plugin.vocabulary): every finding needs one
+# of the region seeds in the file; a region is parsed only if it also names the
+# rest of a clause (or is a class read whole); rows naming a row word are walked.
+_INTEREST_TEXT = vocabulary.region_seeds()
+_ROW_INTEREST = vocabulary.row_words()
+_SECOND_ROLE = vocabulary.second_words()
 _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 
@@ -74,12 +67,14 @@ def check_source(
     settings: Settings = DEFAULT_SETTINGS,
     *,
     parsed_by_caller: bool = False,
+    notes: list[Finding] | None = None,
 ) -> list[Finding]:
     """All findings in one file's bytes; noqa and selection are the caller's.
 
     ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
+    ``notes`` receives what a rule could not judge (see ``analysis.analyze``).
     """
     text = decode(data)
     if not could_match(data):
@@ -94,16 +89,29 @@ def check_source(
         sys.setrecursionlimit(_RECURSION_LIMIT)
     lines = text.split("\n")
     aliases = helper_aliases(text)
-    regions = _regions(text, lines, aliases)
+    layout = _Layout(text, lines, _StringSpans(text), aliases)
+    regions = _regions(text, lines, aliases, layout)
     if regions is not None:
         findings: list[Finding] = []
         # The names the helpers go by (trusted import aliases) hold for the
         # regions after the import, as they do in a walk of the whole file.
         helper_names = _helper_names()
+        # What a width can flow from outside the regions (module constants and
+        # functions, imports, base classes), parsed only if a value asks.
+        module = TextModuleScope(text, lines, layout.top_level_blocks)
         try:
             for start, end, indent in regions:
                 findings += _check_region(
-                    lines, start, end, indent, path, settings, helper_names, aliases
+                    lines,
+                    start,
+                    end,
+                    indent,
+                    path,
+                    settings,
+                    helper_names,
+                    aliases,
+                    module,
+                    notes,
                 )
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
@@ -121,7 +129,11 @@ def check_source(
         tree = _parse(text, path)
     except SyntaxError as exc:
         return [_syntax_error(exc, path, text)]
-    return analyze(tree, Source(text), path, interesting_rows(text, aliases), settings)
+    if notes is not None:
+        del notes[:]  # the regions' notes, if any: the whole walk gives its own
+    return analyze(
+        tree, Source(text), path, interesting_rows(text, aliases), settings, notes=notes
+    )
 
 
 def _check_region(
@@ -133,6 +145,8 @@ def _check_region(
     settings: Settings,
     helper_names: dict[str, str],
     aliases: tuple[str, ...],
+    module: TextModuleScope,
+    notes: list[Finding] | None,
 ) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
@@ -147,15 +161,21 @@ def _check_region(
         interesting_rows(snippet, aliases),
         settings,
         helper_names,
+        module,
+        notes,
     )
 
 
 def _regions(
-    text: str, lines: list[str], aliases: tuple[str, ...] = ()
+    text: str,
+    lines: list[str],
+    aliases: tuple[str, ...] = (),
+    layout: _Layout | None = None,
 ) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
-    strings = _StringSpans(text)
-    layout = _Layout(text, lines, strings, aliases)
+    if layout is None:
+        layout = _Layout(text, lines, _StringSpans(text), aliases)
+    strings = layout.strings
     second_role = _with_aliases(_SECOND_ROLE, aliases)
     spans: list[tuple[int, int]] = []
     row = counted = 0
@@ -212,6 +232,7 @@ class _Layout:
         self.text = text
         self.lines = lines
         self.aliases = aliases
+        self.strings = strings
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
         for match in _BLOCK_WORD.finditer(text):
@@ -229,6 +250,15 @@ class _Layout:
         self._block_rows = [block[0] for block in self.blocks]
         self._offsets: list[int] | None = None
         self._whole_rows: dict[int, bool] = {}
+        self._ends: dict[int, int] = {}
+
+    def top_level_blocks(self) -> list[tuple[int, int, str, str]]:
+        """``(start, end, kind, name)`` of each ``def``/``class`` at column 0."""
+        return [
+            (row, self.block_end(row), kind, name)
+            for row, indent, kind, name in self.blocks
+            if indent == 0
+        ]
 
     def region(self, row: int) -> tuple[int, int] | None:
         """The draft class holding ``row``, else the outermost def around it, else
@@ -280,13 +310,21 @@ class _Layout:
         following = start + 1
         if following >= len(self.lines):
             return len(self.lines)
+        found = self._ends.get(start)
+        if found is not None:
+            return found
         position = self._offsets[following] + following  # + one "\n" per line
+        # From the newline before the row: the pattern starts with "\n", which
+        # is searched for as a literal (a "^" is tried at every offset).
         match = _block_end_pattern(_indent(self.lines[start])).search(
-            self.text, position
+            self.text, position - 1
         )
         if match is None:
-            return len(self.lines)
-        return following + self.text.count("\n", position, match.start())
+            found = len(self.lines)
+        else:
+            found = following + self.text.count("\n", position, match.start() + 1)
+        self._ends[start] = found
+        return found
 
 
 # What can hide code-like text: comments and string literals. Only a triple-quoted
@@ -388,7 +426,7 @@ class _TripleQuotes:
 
 @functools.lru_cache(maxsize=64)
 def _block_end_pattern(indent: int) -> re.Pattern[str]:
-    return re.compile(rf"^[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]", re.M)
+    return re.compile(rf"\n[ \t]{{0,{indent}}}[^ \t\r\n#)\]}}]")
 
 
 def _region_start(

@@ -1,18 +1,12 @@
-"""Reading expanded values (see :func:`lint_plugin.facts.expand`): roles, factors,
-step counts and helper arguments. Shared by the rules that judge values."""
+"""Reading helper calls and products as written: a call's argument for each of a
+helper's parameters, the factors of a product. What they are worth is the width
+analysis's (:mod:`lint_plugin.widths`)."""
 
 from __future__ import annotations
 
 import ast
 
-from lint_plugin.arith import AST
 from lint_plugin.formulas import HELPER_SLOTS
-from lint_plugin.roles import Role, role_of_name
-
-
-def role_of(node: ast.expr) -> Role | None:
-    """The role a name or attribute plays, from its last segment."""
-    return role_of_name(AST.name(node))
 
 
 def factors(node: ast.expr) -> list[ast.expr]:
@@ -20,19 +14,6 @@ def factors(node: ast.expr) -> list[ast.expr]:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         return factors(node.left) + factors(node.right)
     return [node]
-
-
-def is_steps(node: ast.expr) -> bool:
-    """A draft step count: ``self.speculative_num_steps``, ``num_steps - 1``."""
-    if role_of(node) is Role.NUM_STEPS:
-        return True
-    return (
-        isinstance(node, ast.BinOp)
-        and isinstance(node.op, (ast.Add, ast.Sub))
-        and role_of(node.left) is Role.NUM_STEPS
-        and isinstance(node.right, ast.Constant)
-        and type(node.right.value) is int
-    )
 
 
 def argument(call: ast.Call, helper: str, slot: str) -> ast.expr | None:

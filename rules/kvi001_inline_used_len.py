@@ -1,4 +1,7 @@
+from lint_plugin.formulas import USED_LEN
+from lint_plugin.roles import Role
 from lint_plugin.rules import Example, Rule
+from lint_plugin.vocabulary import Needs
 
 _BACKEND = """\
 class FooMultiStepDraftBackend:
@@ -13,6 +16,9 @@ class FooMultiStepDraftBackend:
 """
 
 _FIXED_SLICE = ": draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
+
+# A topk beside a seq_lens_sum, or a call of the helper.
+NEEDS = Needs((((Role.TOPK,), (Role.SEQ_LENS_SUM,)), ((USED_LEN,),)))
 
 RULE = Rule(
     code="KVI001",

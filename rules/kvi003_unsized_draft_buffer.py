@@ -1,32 +1,34 @@
-"""KVI003: the CI gate against the #27338 bug, a draft kv_indices row without topk.
+"""KVI003: the CI gate against the #27338 bug, a draft kv_indices row too small.
 
-The rule judges a width by its value, not its spelling: each dimension of an
-allocation is expanded through locals and ``self.`` attributes (see
-:func:`lint_plugin.facts.expand`) before it is read.
+The rule judges a row by its value on every path, the bug's own definition: the
+width analysis (:mod:`lint_plugin.per_step_rows`) reads each allocation as rows,
+one per path, and a row is sized when it is at least ``num_seqs * topk * context``
+for all positive sizes (:func:`lint_plugin.bounds.proves`), unsized when a binding
+shows it smaller (:func:`lint_plugin.bounds.find_witness`), not judged otherwise.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import re
+from collections.abc import Iterator
 
-from lint_plugin.allocations import allocation_shape
-from lint_plugin.arith import AST
-from lint_plugin.facts import (
-    Allocation,
-    ClassFacts,
-    ModuleFacts,
-    definition,
-    expand,
-    position,
-)
+from lint_plugin import symbolic
+from lint_plugin.alternatives import role_of_value
+from lint_plugin.bounds import evaluable, find_witness, proves, values_of
+from lint_plugin.dataflow import literal_order
+from lint_plugin.facts import Allocation, ClassFacts, ModuleFacts
 from lint_plugin.findings import Fix
 from lint_plugin.formulas import BUFFER_WIDTH, render_helper_call
-from lint_plugin.records import record
-from lint_plugin.roles import SEQUENCE_COUNT_NAMES, Role
+from lint_plugin.per_step_rows import Row, allocation_rows
+from lint_plugin.records import field, record
+from lint_plugin.roles import CONTEXT_ROLES, SEQUENCE_COUNT_NAMES, Role
 from lint_plugin.rules import Example, Rule
 from lint_plugin.source import one_line
-from lint_plugin.values import argument, factors, is_steps, role_of
+from lint_plugin.symbolic import Const, Expr, Op, holds
+from lint_plugin.values import factors
+from lint_plugin.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
 
 _TEMPLATE = """\
 import torch
@@ -51,6 +53,44 @@ _FIXED = _TEMPLATE.replace(
     "            ),\n",
 )
 
+_BODY = """\
+import functools
+
+import torch
+
+PAD = 64
+
+
+def round_up(x, multiple):
+    return (x + multiple - 1) // multiple * multiple
+
+
+def row_width(count, context):
+    return count * context
+
+
+class Base:
+    def __init__(self, max_bs):
+        self.row = max_bs * self.max_context_len
+
+
+class FooMultiStepDraftBackend(Base):
+    def __init__(self, topk, speculative_num_steps):
+        self.topk = topk
+        self.speculative_num_steps = speculative_num_steps
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int, flag: bool):
+{body}"""
+
+
+def _method(*lines: str) -> str:
+    """A method body of ``_BODY`` (each line indented once more per 4 spaces)."""
+    return _BODY.format(body="".join(f"        {line}\n" for line in lines))
+
+
+_STEPS = "self.speculative_num_steps"
+_ALLOC = f"self.cuda_graph_kv_indices = torch.zeros(({_STEPS}, width))"
+
 _LOCAL = """\
 import torch
 
@@ -67,12 +107,22 @@ class FooMultiStepDraftBackend:
         )
 """
 
+# A topk beside a draft step count (or the kernel, or a multi-step class name)
+# and any context size (every context-sized role), or the width helper; only in a
+# class read whole, from its allocation calls.
+NEEDS = Needs(
+    (((Role.TOPK,), DRAFT_CLASS, CONTEXT), ((BUFFER_WIDTH,),)),
+    where="class",
+    facts=ALLOCATOR_WORDS,
+)
+
 RULE = Rule(
     code="KVI003",
     name="unsized-draft-kv-indices-buffer",
     message=(
-        "draft kv_indices buffer width {text} has no topk factor: "
-        "size it with draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
+        "draft kv_indices buffer width {text} can be less than "
+        "num_seqs * topk * {context} ({witness}): size it with "
+        "draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
     ),
     fix_title="Size the row with `draft_kv_indices_buffer_width(...)`",
     fix_safety="unsafe",
@@ -88,20 +138,50 @@ draft index kernel (`generate_draft_decode_kv_indices[...]`) or is named like
 `...MultiStepDraftBackend`. A class keeping no topk writes one branch per request,
 so its `max_bs * max_context_len` row is right, and it is never a finding.
 
-The width is judged by its value, not its spelling. Locals (also annotated and
-chained), `self.` attributes assigned in the class, shapes held in a variable and
-no-op wrappers (`int(...)`) are followed to where the value is made; every
-allocator is read (`torch.empty/zeros/ones/full/empty_strided`,
-`Tensor.new_empty/new_zeros/new_ones/new_full`, shapes as a tuple, a list,
-`size=` or varargs), and `(steps, WIDTH)`, flat `(steps * WIDTH,)` and
-`(steps, count, max_context_len)` buffers mean the same. The step count may be any
-alias of it. A width is context-sized when a `max_context_len` appears in it;
-a padded or bounded width (`helper(...) + 64`, `max(a, b)`) is sized when every
-context-sized part is. Buffers assigned to another per-step name (`kv_indptr`,
-masks) are not kv_indices rows.
+A row is judged by its value on every path, which is the bug's own definition:
+it is *sized* on a path when it is at least `num_seqs * topk * context` for all
+positive values of the sizes (context: `max_context_len`, `context_len`, a
+sliding window size), *unsized* when some values make it smaller (the message
+names the path's defining row and such values), and *not judged* when it holds
+something the analysis cannot evaluate. A finding when any path is unsized;
+`draft-kv-lint check --explain FILE:ROW` prints every path of the allocation at
+that row, its width and its verdict, and `--statistics` counts those not judged.
 
-Not followed: values passed in as parameters, module-level constants, and
-attributes assigned in another class (a base class); such a width is not judged.
+What is evaluated: integer literals and arithmetic (`+ - * // % **`), `max`,
+`min`, `abs`, `int(...)`, `x or y`, `sum`/`math.prod` of a tuple, rounding up
+(`cdiv`, `-(-x // b)`, `(x + b - 1) // b`, `math.ceil(x / b)`),
+`next_power_of_2`, conditional expressions, and the two helpers (as their
+formulas, of their arguments' values: `topk = 1` passed as the topk is 1, not a
+topk; `max(self.topk, 1)` and `self.topk or 1` are at least one). Names are
+followed through every definition that reaches them (`if`/`elif`/`else`,
+`try`/`except`, loops, early returns, augmented assignment, tuple unpacking,
+walrus), `self.` attributes through every assignment in the class and in the
+file's base classes, module constants, and the returns of the module's functions
+and methods called with the arguments' values (no recursion). A parameter, an
+attribute of another object, or a `self.` attribute naming a topk, a step count
+or a context size is that size; a name of no known role is a size of its own,
+free to be any positive value. Branch conditions on known sizes
+(`if self.topk == 1:`) hold on their paths; a test of anything else may go
+either way, the same way each time it is tested.
+
+What is opaque (not judged): a call the analysis cannot read (a function of
+another module, a method of another object, a loop that updates a width from
+itself), a subscript of something that is no tuple, a width with no sequence
+count in it but a name that may be one. A token count (`max_num_tokens`) is at
+least the sequence count, and never assumed to hold the topk: a row of
+`max_num_tokens * max_context_len` is right only by an unstated invariant, and
+it is a finding.
+
+Every way to state the buffer is read: shapes as a tuple, a list,
+`torch.Size(...)`, starred parts and concatenation, a shape variable, `size=`,
+varargs; every torch allocator (`empty`, `zeros`, `ones`, `full`,
+`empty_strided`, `rand*`), `Tensor.new_*`, and the names a file gives them
+(`alloc = torch.zeros`, `functools.partial(torch.empty, ...)`,
+`from torch import zeros as z`); `(steps, WIDTH)`, flat `(steps * WIDTH,)` (also
+viewed as `.view(steps, -1)`), `(steps, count, context)`, and rows allocated one
+per step (a comprehension, or a loop appending them, over `range(steps)`).
+Buffers assigned to another per-step name (`kv_indptr`, masks) are not
+kv_indices rows.
 
 ## Why is this bad?
 The index kernel writes `topk` branches for every sequence, so a row must hold
@@ -140,8 +220,9 @@ regression of the refactored backends becomes their text again. For
 token count such as `max_num_tokens`, which already counts branches, the rewrite
 takes the function's sequence count (`max_bs`) instead, as upstream did, which
 keeps the size only while `max_num_tokens == max_bs * topk`. No fix is offered when
-the width is not `count * max_context_len` where it is made (a flat or 3-D
-buffer, a helper given a non-topk) or the function has no sequence count.
+the width is not `count * context` where it is made (a flat or 3-D buffer, a
+helper given a non-topk), when another path is unsized too or not judged, or
+when the function has no sequence count.
 """,
     valid=(
         Example(_TEMPLATE.format(width="max_bs * self.topk * self.max_context_len")),
@@ -191,6 +272,62 @@ buffer, a helper given a non-topk) or the function has no sequence count.
                 "        k = self.topk\n        self.cuda_graph_kv_indices",
             ).format(width="self.max_context_len * k * max_bs")
         ),
+        # By value on every path: where topk is 1 the row needs no topk factor.
+        Example(
+            _method(
+                "if self.topk > 1:",
+                "    width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)",
+                "else:",
+                "    width = max_bs * self.max_context_len",
+                _ALLOC,
+            )
+        ),
+        # Rounded up to a multiple, bounded below, at least a topk.
+        Example(
+            _method(
+                "width = round_up(max_bs * self.topk * self.max_context_len, PAD)",
+                _ALLOC,
+            )
+        ),
+        Example(
+            _method(
+                "width = max(max_bs * max(self.topk, 1), 1) * self.max_context_len",
+                _ALLOC,
+            )
+        ),
+        Example(
+            _method(
+                "width = max_bs * (self.topk or 1) * self.max_context_len + PAD",
+                _ALLOC,
+            )
+        ),
+        # Rows allocated one per step, through an allocator's partial.
+        Example(
+            _method(
+                "alloc = functools.partial(torch.empty, dtype=torch.int32)",
+                "self.rows = [",
+                "    alloc(draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len))",
+                f"    for _ in range({_STEPS})",
+                "]",
+            )
+        ),
+        # A path that cannot be taken: the body of the try raises whenever the
+        # early return let the method go on.
+        Example(
+            _method(
+                "if not flag:",
+                "    return",
+                "try:",
+                "    if flag:",
+                "        raise ValueError",
+                "    width = max_bs * self.max_context_len",
+                "except ValueError:",
+                "    width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)",
+                _ALLOC,
+            )
+        ),
+        # Not judged: a width of another module's function.
+        Example(_method("width = compute_width(max_bs)", _ALLOC)),
     ),
     invalid=(
         Example(
@@ -226,6 +363,79 @@ buffer, a helper given a non-topk) or the function has no sequence count.
                 width="draft_kv_indices_buffer_width(max_bs, 1, self.max_context_len)"
             )
         ),
+        # One path is enough: a branch, a default a branch keeps, a conditional.
+        Example(
+            _method(
+                "width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)",
+                "if flag:",
+                "    width = max_bs * self.max_context_len",
+                _ALLOC,
+            )
+        ),
+        Example(
+            _method(
+                "width = (max_bs * self.topk if flag else max_bs) * self.max_context_len",
+                _ALLOC,
+            )
+        ),
+        # Operators read soundly: `- 1` and `max(max_bs, 1)` lose the bound.
+        Example(
+            _method("width = (max_bs - 1) * self.topk * self.max_context_len", _ALLOC)
+        ),
+        Example(_method("width = max(max_bs, 1) * self.max_context_len", _ALLOC)),
+        # A local holding 1 is no topk; a sliding window is a context size.
+        Example(
+            _method(
+                "topk = 1",
+                "width = draft_kv_indices_buffer_width(max_bs, topk, self.max_context_len)",
+                _ALLOC,
+            )
+        ),
+        Example(_method("width = max_bs * self.sliding_window_size", _ALLOC)),
+        # Every way to state the buffer.
+        Example(
+            _method(
+                "alloc = torch.empty",
+                f"self.buf = alloc({_STEPS}, max_bs * self.max_context_len)",
+            )
+        ),
+        Example(
+            _method(
+                f"shape = ({_STEPS},) + (max_bs * self.max_context_len,)",
+                "self.buf = torch.zeros(torch.Size([*shape]))",
+            )
+        ),
+        Example(
+            _method(
+                "self.rows = []",
+                f"for _ in range({_STEPS}):",
+                "    self.rows.append(torch.zeros(max_bs * self.max_context_len))",
+            )
+        ),
+        Example(
+            _method(
+                f"self.buf = torch.zeros({_STEPS} * max_bs * self.max_context_len).view(",
+                f"    {_STEPS}, -1",
+                ")",
+            )
+        ),
+        # Flowing from a base class of the file and a function of the module.
+        Example(_method(f"self.buf = torch.zeros(({_STEPS}, self.row))")),
+        Example(_method("width = row_width(max_bs, self.max_context_len)", _ALLOC)),
+        # A handler starts from any point of its try: each name still has one
+        # value there, and one argument of the min has no topk.
+        Example(
+            _method(
+                "n, k, ctx = max_bs, self.topk, self.max_context_len",
+                "try:",
+                "    if flag:",
+                "        raise ValueError",
+                "    width = draft_kv_indices_buffer_width(n, k, ctx)",
+                "except ValueError:",
+                "    width = min(n * k * ctx, k * n * ctx, ctx * n * k, n * ctx)",
+                _ALLOC,
+            )
+        ),
     ),
 )
 
@@ -234,138 +444,455 @@ buffer, a helper given a non-topk) or the function has no sequence count.
 _OTHER_BUFFER = re.compile(r"indptr|mask|last_page|seq_lens|positions|qo_")
 
 
-@record(frozen=True)
-class Width:
-    """What a width expression is: context-sized, sized by topk, a topk itself."""
+@record
+class PathVerdict:
+    """One path of an allocation: its row width and what it is.
 
-    context: bool = False
-    sized: bool = False
-    topk: bool = False
+    ``verdict`` is ``sized`` (a proof that the row is at least
+    ``num_seqs * topk * context`` for all positive sizes), ``unsized`` (a
+    binding where it is less: ``witness``), or ``not judged`` (``reason``)."""
 
-
-def judge(node: ast.expr, helper_names: dict[str, str]) -> Width:
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        return _product([judge(f, helper_names) for f in factors(node)])
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-        return _sum([judge(node.left, helper_names), judge(node.right, helper_names)])
-    if isinstance(node, ast.Call):
-        callee = AST.name(node.func)
-        name = helper_names.get(callee or "")
-        if name == BUFFER_WIDTH:
-            topk = argument(node, BUFFER_WIDTH, "topk")
-            return Width(context=True, sized=_is_topk(topk, helper_names))
-        if callee in ("max", "min") and node.args and not node.keywords:
-            return _sum([judge(a, helper_names) for a in node.args])
-        return Width()
-    role = role_of(node)
-    return Width(context=role is Role.MAX_CONTEXT_LEN, topk=role is Role.TOPK)
+    row: Row
+    verdict: str
+    goal: Expr | None = None
+    witness: dict | None = None
+    reason: str = ""
+    conditions: list = field(default_factory=list)  # (text, polarity) shown
 
 
-def _product(parts: list[Width]) -> Width:
-    return Width(
-        context=any(p.context for p in parts),
-        sized=any(p.sized or p.topk for p in parts),
-        topk=any(p.topk for p in parts),
-    )
+@record
+class Judgement:
+    allocation: Allocation
+    paths: list
+
+    @property
+    def unsized(self) -> list[PathVerdict]:
+        return [p for p in self.paths if p.verdict == UNSIZED]
+
+    @property
+    def verdict(self) -> str:
+        kinds = {p.verdict for p in self.paths}
+        for kind in (UNSIZED, NOT_JUDGED, SIZED):
+            if kind in kinds:
+                return kind
+        return NOT_JUDGED
 
 
-def _sum(parts: list[Width]) -> Width:
-    """A padded or bounded width is sized when every context-sized part is."""
-    context = [p for p in parts if p.context]
-    return Width(context=bool(context), sized=all(p.sized for p in context))
+SIZED, UNSIZED, NOT_JUDGED = "sized", "unsized", "not judged"
 
 
-def _is_topk(node: ast.expr | None, helper_names: dict[str, str]) -> bool:
-    return node is not None and judge(node, helper_names).topk
-
-
-@record(frozen=True)
-class _Shape:
-    """An allocation read as ``(steps, width...)``: the width's parts (expanded),
-    the width as written where the finding points, and that node when the
-    width is one dimension an unsafe fix may size."""
-
-    width: list[ast.expr]
-    shown: ast.expr
-    written: ast.expr | None
-
-
-def _shape(allocation: Allocation) -> _Shape | None:
-    dims = allocation_shape(allocation.call)
-    if not dims:
-        return None
-    function, at = allocation.function, position(allocation.call)
-    expanded = [expand(d, function, at) for d in dims]
-    shown_dims = dims
-    if len(expanded) == 1 and isinstance(expanded[0], (ast.Tuple, ast.List)):
-        expanded = list(expanded[0].elts)  # a shape held in a local
-        shown_dims = [dims[0]] * len(expanded)
-    if len(expanded) >= 2:
-        if not is_steps(expanded[0]):
-            return None
-        written = dims[1] if len(dims) == 2 else None
-        return _Shape(expanded[1:], shown_dims[1], written)
-    parts = factors(expanded[0])  # a flat (steps * width,) buffer
-    steps = [p for p in parts if is_steps(p)]
-    if len(steps) != 1:
-        return None
-    return _Shape([p for p in parts if p is not steps[0]], dims[0], None)
-
-
-def decide(facts: ModuleFacts, report) -> None:
-    """One finding per unsized kv_indices allocation of a draft backend."""
+def judgements(facts: ModuleFacts, report) -> list[Judgement]:
+    """Every kv_indices row allocation of the file's draft backends, judged."""
+    found = []
     for cls in facts.classes:
         if not cls.is_draft_backend:
             continue
         for allocation in cls.allocations:
-            if allocation.target and _OTHER_BUFFER.search(allocation.target):
-                continue
-            shape = _shape(allocation)
-            if shape is None:
-                continue
-            width = _product([judge(p, facts.helper_names) for p in shape.width])
-            if not width.context or width.sized:
-                continue
-            _report(cls, allocation, shape, facts, report)
+            judgement = judge(allocation, report.analysis, f"self.{cls.topk_attr}")
+            if judgement is not None:
+                found.append(judgement)
+    return found
 
 
-def _report(cls: ClassFacts, allocation, shape: _Shape, facts, report) -> None:
-    span = report.span(shape.shown)
-    text = f"`{one_line(report.source.segment(shape.shown))}`"
-    fix = None
-    if shape.written is not None:
-        site, owner, _ = definition(
-            shape.written, allocation.function, position(allocation.call)
+def judge(
+    allocation: Allocation, analysis, topk_text: str = "topk"
+) -> Judgement | None:
+    """None when the allocation is no kv_indices row: not per step, another
+    per-step buffer (by its name), or no path of its width holds a context
+    size. A row none of whose paths names one, but one that cannot be
+    evaluated, assigned to a ``kv_indices`` name, is not judged."""
+    if allocation.target and _OTHER_BUFFER.search(allocation.target):
+        return None
+    rows = allocation_rows(analysis, allocation.function, allocation.call)
+    if rows is None:
+        return None
+    if not any(_contexts(r.width) for r in rows):
+        opaque = [r for r in rows if not evaluable(r.width)]
+        if not opaque or "kv_indices" not in (allocation.target or ""):
+            return None
+        texts = sorted(
+            {s.text for r in opaque for s in symbolic.symbols(r.width) if s.opaque}
         )
-        if site is not shape.written:
-            made = one_line(report.source.segment(site))
-            text += f" (= `{made}`)"
-        fix = _unsafe_fix(cls, site, owner, facts, report)
-    report.add("KVI003", span, RULE.message.format(text=text), fix)
+        reason = f"no context size on any path, and `{texts[0]}` cannot be evaluated"
+        paths = [PathVerdict(r, NOT_JUDGED, reason=reason) for r in opaque[:1]]
+        return Judgement(allocation, paths)
+    # Paths to the same width from the same definitions differ only in the
+    # branches they took: judged once, as one path, under each set of conditions.
+    groups: dict[tuple, list[Row]] = {}
+    for row in rows:
+        key = (row.width, row.rows, id(row.site and row.site[0]), row.how)
+        groups.setdefault(key, []).append(row)
+    paths = [
+        p
+        for p in (_judge_group(g, analysis, topk_text) for g in groups.values())
+        if p is not None
+    ]
+    if not paths:
+        return None
+    # One order whatever tree the nodes came from (a region's, the whole file's):
+    # the message names the first unsized path.
+    paths.sort(key=_path_order)
+    return Judgement(allocation, paths)
 
 
-def _unsafe_fix(cls: ClassFacts, site, function, facts, report) -> Fix | None:
-    """``count * max_context_len`` where the width is made -> the helper with the
+def _path_order(path: PathVerdict) -> tuple:
+    return (
+        path.row.rows,
+        symbolic.render(path.row.width),
+        sorted(path.conditions),
+        path.verdict,
+    )
+
+
+def _contexts(width: Expr) -> list[Expr]:
+    """The context sizes a width is made of: context-sized symbols, and what a
+    call of the width helper was given as its ``max_context_len``."""
+    found: list[Expr] = []
+    for sym in symbolic.symbols(width):
+        if sym.role in CONTEXT_ROLES and sym not in found:
+            found.append(sym)
+    stack = [width]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Op):
+            if node.kind == "helper" and node.info == BUFFER_WIDTH:
+                context = node.args[2]
+                if context not in found and not any(
+                    s.role in CONTEXT_ROLES for s in symbolic.symbols(context)
+                ):
+                    found.append(context)
+            stack.extend(node.args)
+    return found
+
+
+def _judge_group(group: list[Row], analysis, topk_text: str) -> PathVerdict | None:
+    """One width reached under one or more sets of branch conditions; None when
+    no set can be taken (its conditions contradict, or no value satisfies them)."""
+    width = group[0].width
+    goals, goal, reason = _goals(width, topk_text)
+    variants = [(row, _conditions(row, analysis)) for row in group]
+    variants = [(row, c) for row, c in variants if c is not None]
+    if not variants:
+        return None
+    row, (_, shown) = variants[0]
+    verdict = PathVerdict(row, NOT_JUDGED, goal, conditions=shown)
+    if len(variants) > 1:
+        verdict.conditions = []  # several sets of branches lead here
+    if goal is None:
+        verdict.reason = reason
+        return verdict
+    if proves(width, goals):
+        verdict.verdict = SIZED
+        return verdict
+    opaque = sorted({s.text for s in symbolic.symbols(width) if s.opaque})
+    undecided = False
+    taken = False
+    for row, (conds, shown) in variants:
+        if conds and _proven(width, goals, conds):
+            taken = True  # sized wherever it is taken
+            continue
+        if opaque:
+            undecided = taken = True
+            continue
+        witness = find_witness(width, goal, conds)
+        if witness is not None:
+            return PathVerdict(row, UNSIZED, goal, witness, conditions=shown)
+        if _satisfiable(width, goal, conds):
+            undecided = taken = True
+    if not taken:
+        return None  # no binding takes any of these paths
+    if undecided:
+        verdict.reason = (
+            f"`{opaque[0]}` cannot be evaluated"
+            if opaque
+            else "neither a proof that it is large enough nor a case where it is not"
+        )
+        return verdict
+    verdict.verdict = SIZED
+    return verdict
+
+
+def _goals(width: Expr, topk_text: str):
+    """``(goals, goal, reason)``: what the row must hold, as one polynomial per
+    context size it is made of and as the least of them; no goal and the reason
+    when the width names no sequence count but may hold one in disguise."""
+    syms = list(symbolic.symbols(width))
+    topk = next((s for s in syms if s.role is Role.TOPK), None) or symbolic.role_symbol(
+        Role.TOPK, topk_text
+    )
+    contexts = _contexts(width) or [
+        symbolic.role_symbol(Role.MAX_CONTEXT_LEN, "max_context_len")
+    ]
+    count = next((s for s in syms if s.role is Role.NUM_SEQS), None)
+    if count is None:
+        opaque = sorted({s.text for s in syms if s.opaque})
+        if opaque:
+            return [], None, f"`{opaque[0]}` cannot be evaluated"
+        unknown = sorted({s.text for s in syms if s.role is None})
+        if unknown:
+            return (
+                [],
+                None,
+                f"no sequence count in the width, and `{unknown[0]}` may be one",
+            )
+        count = symbolic.role_symbol(Role.NUM_SEQS, "num_seqs")
+    goals = [symbolic.mul(count, topk, c) for c in contexts]
+    if len(goals) == 1:
+        return goals, goals[0], ""
+    return goals, symbolic.mul(count, topk, Op("min", tuple(contexts))), ""
+
+
+def _satisfiable(width, goal, conds) -> bool:
+    """Do some small positive values take the path (a few hundred tried)?"""
+    if not conds:
+        return True
+    for binding in itertools.islice(_sample(width, goal, conds), 300):
+        try:
+            if all(holds(c, binding) == want for c, want in conds):
+                return True
+        except symbolic.Undefined:
+            continue
+    return False
+
+
+def _sample(width, goal, conds):
+    from lint_plugin.bounds import bindings
+
+    keys = sorted(
+        {
+            s.key
+            for e in (width, goal, *(c for c, _ in conds))
+            for s in symbolic.symbols(e)
+        }
+    )
+    yield from bindings(keys)
+
+
+def _conditions(row: Row, analysis):
+    """``(evaluable conditions, shown conditions)`` of a path, or None when its
+    conditions contradict each other (``flag`` and ``not flag``, an opaque test
+    taken both ways, ``a and b`` with ``not a``)."""
+    evaluable_conds = []
+    shown = []
+    tests = []  # every condition, as a formula of its tests (for consistency)
+    for cond in sorted(row.conds, key=literal_order):
+        expr, positive = analysis.condition(cond)
+        if expr is None:
+            tests.append((("opaque", cond[0], id(cond[1]), id(cond[3])), positive))
+            continue
+        tests.append((expr, positive))
+        if _evaluable_condition(expr):
+            if (expr, positive) not in evaluable_conds:
+                evaluable_conds.append((expr, positive))
+                shown.append((symbolic.render(expr), positive))
+        elif (symbolic.render(expr), positive) not in shown:
+            shown.append((symbolic.render(expr), positive))
+    if not _consistent(tests):
+        return None
+    for expr, positive in evaluable_conds:
+        if not any(symbolic.symbols(expr)):
+            try:
+                if holds(expr, {}) != positive:
+                    return None
+            except symbolic.Undefined:
+                pass
+    return evaluable_conds, shown
+
+
+_MAX_ATOMS = 12  # tests of one path tried every way (4,096 at most)
+
+
+def _consistent(tests: list) -> bool:
+    """Can every condition hold at once, each test (a comparison, a flag, an
+    opaque test) free to go either way? Past ``_MAX_ATOMS`` tests only a test
+    taken both ways is a contradiction. Comparisons are decided again by the
+    values (``_satisfiable``): here they are atoms like the rest."""
+    atoms: list = []
+    for formula, _ in tests:
+        for atom in _atoms(formula):
+            if atom not in atoms:
+                atoms.append(atom)
+    if len(atoms) > _MAX_ATOMS:
+        seen: dict = {}
+        for formula, positive in tests:
+            while isinstance(formula, Op) and formula.kind == "not":
+                formula, positive = formula.args[0], not positive
+            if seen.setdefault(formula, positive) != positive:
+                return False
+        return True
+    for values in itertools.product((False, True), repeat=len(atoms)):
+        truth = dict(zip(atoms, values, strict=True))
+        if all(holds(f, {}, truth.__getitem__) == positive for f, positive in tests):
+            return True
+    return False
+
+
+def _atoms(formula) -> Iterator:
+    if isinstance(formula, Op) and formula.kind in ("not", "and", "bor"):
+        for arg in formula.args:
+            yield from _atoms(arg)
+    else:
+        yield formula
+
+
+def _evaluable_condition(expr: Expr) -> bool:
+    """Decided by the symbols' values: comparisons of known values. A truth test
+    of a name of no role (a flag) is an atom, free to be either way."""
+    if not evaluable(expr):
+        return False
+    if isinstance(expr, Op) and expr.kind in ("not", "and", "bor"):
+        return all(_evaluable_condition(a) for a in expr.args)
+    if isinstance(expr, Op) and expr.kind == "truth":
+        return all(s.role is not None for s in symbolic.symbols(expr))
+    return True
+
+
+def _proven(width: Expr, goals: list[Expr], conds) -> bool:
+    """A proof, by cases over the values the path's conditions pin a symbol
+    to (``if self.topk == 1:`` on this path: topk is 1)."""
+    pins = _pins(conds)
+    if not pins:
+        return proves(width, goals)
+    keys = sorted(pins)
+    for values in itertools.product(*(pins[k] for k in keys)):
+        replaced = {
+            symbolic.Sym(k, k): Const(v) for k, v in zip(keys, values, strict=True)
+        }
+        if not proves(
+            symbolic.replace(width, replaced),
+            [symbolic.replace(g, replaced) for g in goals],
+        ):
+            return False
+    return True
+
+
+def _pins(conds) -> dict[str, list[int]]:
+    """Symbols a path's conditions allow only a few values of."""
+    single: dict[str, list] = {}
+    for expr, positive in conds:
+        keys = {s.key for s in symbolic.symbols(expr)}
+        if len(keys) == 1:
+            single.setdefault(keys.pop(), []).append((expr, positive))
+    pins = {}
+    for key, tests in single.items():
+        allowed = []
+        for value in range(1, 18):
+            try:
+                if all(holds(e, {key: value}) == want for e, want in tests):
+                    allowed.append(value)
+            except symbolic.Undefined:
+                break
+        else:
+            if 17 not in allowed and len(allowed) <= 4:
+                pins[key] = allowed
+    return pins
+
+
+def decide(facts: ModuleFacts, report) -> None:
+    """One finding per kv_indices allocation that can be unsized on a path; a
+    note for each one not judged."""
+    for judgement in judgements(facts, report):
+        verdict = judgement.verdict
+        if verdict == SIZED:
+            continue
+        if verdict == NOT_JUDGED:
+            first = judgement.paths[0].row
+            reasons = "; ".join(
+                dict.fromkeys(p.reason for p in judgement.paths if p.reason)
+            )
+            report.note(
+                "KVI003",
+                report.span(first.shown),
+                f"draft kv_indices buffer width not judged: {reasons}",
+            )
+            continue
+        _report(judgement, facts, report)
+
+
+def describe_path(path: PathVerdict, source) -> str:
+    """``w`` (= ``max_bs * self.max_context_len``, row 12), as the message says it."""
+    row = path.row
+    text = f"`{one_line(source.segment(row.shown))}`"
+    if row.site is not None:
+        node, scope = row.site
+        made = one_line(scope.source.segment(node))
+        if f"`{made}`" != text:
+            where = getattr(node, "lineno", 0) + scope.source.row_offset
+            text += f" (= `{made}`, row {where})"
+    elif row.rows:
+        rows = ", ".join(map(str, row.rows))
+        text += f" (= `{symbolic.render(row.width)}` through row{'s' if len(row.rows) > 1 else ''} {rows})"
+    return text
+
+
+def describe_witness(path: PathVerdict) -> str:
+    witness = path.witness or {}
+    syms = _goal_symbols(path.goal) + list(symbolic.symbols(path.row.width))
+    shown = ", ".join(f"{t}={v}" for t, v in values_of(witness, syms))
+    value = symbolic.evaluate(path.row.width, witness)
+    need = symbolic.evaluate(path.goal, witness)
+    return f"{shown} gives {value} < {need}"
+
+
+def _goal_symbols(goal: Expr) -> list:
+    """The goal's symbols in its order: count, topk, context."""
+    if isinstance(goal, Op) and goal.kind == "*":
+        return [s for a in goal.args for s in symbolic.symbols(a)]
+    return list(symbolic.symbols(goal))
+
+
+def _report(judgement: Judgement, facts, report) -> None:
+    path = judgement.unsized[0]
+    row = path.row
+    context = next(
+        (
+            s.text.split(".")[-1]
+            for s in symbolic.symbols(path.goal)
+            if s.role in CONTEXT_ROLES
+        ),
+        "max_context_len",
+    )
+    message = RULE.message.format(
+        text=describe_path(path, report.source),
+        context=context,
+        witness=describe_witness(path),
+    )
+    fix = None
+    others_sized = all(p.verdict == SIZED for p in judgement.paths if p is not path)
+    if row.written is not None and row.site is not None and others_sized:
+        cls = next(c for c in facts.classes if judgement.allocation in c.allocations)
+        fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, report)
+    report.add("KVI003", report.span(row.shown), message, fix)
+
+
+def _unsafe_fix(cls: ClassFacts, site, allocation, facts, report) -> Fix | None:
+    """``count * context`` where the width is made -> the helper with the
     class's topk."""
-    parts = factors(site)
-    if len(parts) != 2 or cls.topk_attr is None:
+    node, scope = site
+    if scope.source is not report.source or cls.topk_attr is None:
         return None
-    at = position(site)
-    roles = [role_of(expand(p, function, at)) for p in parts]
-    if roles.count(Role.MAX_CONTEXT_LEN) != 1:
+    parts = factors(node)
+    if len(parts) != 2:
         return None
-    mcl = parts[roles.index(Role.MAX_CONTEXT_LEN)]
-    count = parts[1 - roles.index(Role.MAX_CONTEXT_LEN)]
-    count_role = roles[1 - roles.index(Role.MAX_CONTEXT_LEN)]
+    analysis = report.analysis
+    frame = analysis.frame_of(_function_of(cls, scope, allocation))
+    stmt = analysis.statement(frame, node)
+    roles = [role_of_value(analysis.values(p, frame, stmt)) for p in parts]
+    contexts = [r in CONTEXT_ROLES for r in roles]
+    if contexts.count(True) != 1:
+        return None
+    index = contexts.index(True)
+    mcl, count, count_role = parts[index], parts[1 - index], roles[1 - index]
     if not isinstance(count, (ast.Name, ast.Attribute)) or count_role not in (
         None,
+        Role.NUM_SEQS,
         Role.TOKENS,
     ):
         return None
     count_text = report.source.segment(count)
     note = "the row grows by the topk factor"
     if count_role is Role.TOKENS:
-        known = _names_in_scope(function)
+        known = set(scope.params) | _locals_of(scope)
         seqs = next((n for n in SEQUENCE_COUNT_NAMES if n in known), None)
         if seqs is None:
             return None
@@ -376,13 +903,23 @@ def _unsafe_fix(cls: ClassFacts, site, function, facts, report) -> Fix | None:
         (count_text, f"self.{cls.topk_attr}", report.source.segment(mcl)),
     )
     message = f"Size the row with `{content}` (changes the allocation: {note})"
-    return Fix("unsafe", message, (report.edit(report.span(site), content),))
+    return Fix("unsafe", message, (report.edit(report.span(node), content),))
 
 
-def _names_in_scope(function) -> set[str]:
-    """Parameters and locals of ``function`` and the functions around it."""
+def _function_of(cls: ClassFacts, scope, allocation):
+    for function in cls.functions:
+        if function.node is scope.node:
+            return function
+    return allocation.function
+
+
+def _locals_of(scope) -> set[str]:
+    """Names assigned in the scope and the scopes around it."""
     names: set[str] = set()
-    while function is not None:
-        names |= set(function.params) | function.locals.names()
-        function = function.parent
+    while scope is not None and not scope.is_module:
+        for node in ast.walk(scope.node):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+        names |= set(scope.params)
+        scope = scope.parent
     return names

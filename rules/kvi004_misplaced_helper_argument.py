@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from lint_plugin.facts import ModuleFacts, expand, position
-from lint_plugin.formulas import misplaced_arguments
+from lint_plugin.alternatives import role_of_value
+from lint_plugin.facts import ModuleFacts
+from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN, misplaced_arguments
 from lint_plugin.rules import Example, Rule
 from lint_plugin.source import one_line
-from lint_plugin.values import arguments, role_of
+from lint_plugin.values import arguments
+from lint_plugin.vocabulary import Needs
+
+# A call of either helper.
+NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))
 
 RULE = Rule(
     code="KVI004",
@@ -20,7 +25,8 @@ Finds a call to `draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)` o
 `draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)` where an argument
 whose name says what it is (a topk, a seq_lens_sum, a max_context_len, a
 num_steps, or a token count) sits in another parameter's place, positionally or by
-keyword. A local is read by the value it holds (`k = self.topk` is a topk). One
+keyword. An argument is read by the value it holds, on every path (`k = self.topk`
+is a topk, `topk = 1` is not), through the width analysis KVI003 uses. One
 finding per call names every misplaced argument, so a swapped pair is one finding.
 
 ## Why is this bad?
@@ -76,15 +82,16 @@ No fix: which argument is wrong is for a person to decide.
 
 
 def decide(facts: ModuleFacts, report) -> None:
+    analysis = report.analysis
     for helper_call in facts.helper_calls:
-        call, helper, function = helper_call.call, helper_call.helper, None
-        function = helper_call.function
+        call, helper = helper_call.call, helper_call.helper
+        frame = analysis.frame_of(helper_call.function)
+        stmt = analysis.statement(frame, call) if helper_call.function else None
         given = arguments(call, helper)
-        roles = []
-        for slot, node in given:
-            if function is not None:
-                node = expand(node, function, position(call))
-            roles.append((slot, role_of(node)))
+        roles = [
+            (slot, role_of_value(analysis.values(node, frame, stmt)))
+            for slot, node in given
+        ]
         problems = misplaced_arguments(helper, roles)
         if not problems:
             continue

@@ -5,7 +5,12 @@ from __future__ import annotations
 import ast
 
 from lint_plugin.facts import ModuleFacts
+from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.rules import Example, Rule
+from lint_plugin.vocabulary import Needs
+
+# A helper's name.
+NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))
 
 RULE = Rule(
     code="KVI005",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.arith import AST, Sum, build
+from lint_plugin.arith import Sum, build
 from lint_plugin.facts import (
     GUARD,
     KERNEL,
@@ -12,7 +12,6 @@ from lint_plugin.facts import (
     FunctionFacts,
     Launch,
     ModuleFacts,
-    expand,
     position,
 )
 from lint_plugin.findings import Fix
@@ -20,7 +19,11 @@ from lint_plugin.formulas import USED_LEN, match_used_len
 from lint_plugin.guard_placement import place_guard
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import Example, Rule
-from lint_plugin.values import argument, role_of
+from lint_plugin.symbolic import SYMBOLIC, Op, Sym
+from lint_plugin.vocabulary import Needs
+
+# A launch of the index kernel, in a class read whole; guards are facts too.
+NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))
 
 _BACKEND = """\
 import torch
@@ -240,7 +243,7 @@ def decide(facts: ModuleFacts, report) -> None:
                 continue
             at = position(launch.call)
             if any(
-                position(guard) < at and _checks(guard, buffer, launch, facts)
+                position(guard) < at and _checks(guard, buffer, launch, report)
                 for guard in launch.function.guards
             ):
                 continue
@@ -265,13 +268,15 @@ def _buffer(call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, facts) -> bool:
+def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, report) -> bool:
     """Does ``guard`` check the full used length against ``buffer``'s row?"""
     pair = _compared(guard)
     if pair is None:
         return False
     used, capacity = pair
-    return _is_row_of(capacity, buffer) and _is_full_used_len(used, launch, facts)
+    return _is_row_of(capacity, buffer) and _is_full_used_len(
+        used, guard, launch, report
+    )
 
 
 def _compared(guard: ast.AST) -> tuple[ast.expr, ast.expr] | None:
@@ -331,15 +336,24 @@ def _integer(node: ast.expr) -> int | None:
     return None
 
 
-def _is_full_used_len(used: ast.expr, launch: Launch, facts: ModuleFacts) -> bool:
-    value = expand(used, launch.function, position(launch.call))
-    if isinstance(value, ast.Call):
-        callee = AST.name(value.func)
-        if facts.helper_names.get(callee or "") != USED_LEN:
+def _is_full_used_len(used: ast.expr, guard, launch: Launch, report) -> bool:
+    """On every path, ``used`` is the used length through all the draft steps:
+    ``draft_kv_indices_used_len(..., num_steps)`` with the step count, or its
+    formula (read by value, through locals and branches)."""
+    analysis = report.analysis
+    frame = analysis.frame_of(launch.function)
+    stmt = analysis.statement(frame, guard if isinstance(guard, ast.stmt) else used)
+    alts = analysis.values(used, frame, stmt)
+    return bool(alts) and all(_full(a.value) for a in alts)
+
+
+def _full(value) -> bool:
+    if isinstance(value, Op) and value.kind == "helper":
+        if value.info != USED_LEN:
             return False
-        steps = argument(value, USED_LEN, "num_steps")
-        return steps is not None and role_of(steps) is Role.NUM_STEPS
-    tree = build(value, AST)
+        steps = value.args[3]
+        return isinstance(steps, Sym) and steps.role is Role.NUM_STEPS
+    tree = build(value, SYMBOLIC)
     if not isinstance(tree, Sum):
         return False
     match = match_used_len(tree)

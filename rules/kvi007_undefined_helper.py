@@ -9,6 +9,10 @@ from lint_plugin.findings import Fix
 from lint_plugin.formulas import HELPER_SLOTS
 from lint_plugin.package_tree import Home, defines, module_home
 from lint_plugin.rules import Example, Rule
+from lint_plugin.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
+
+# An import of either helper or of the guard.
+NEEDS = Needs((((USED_LEN, BUFFER_WIDTH, GUARD),),))
 
 _INIT = ("python/sglang/__init__.py", "")
 _BACKEND = "python/sglang/srt/layers/attention/foo_backend.py"

@@ -1,4 +1,5 @@
 from lint_plugin.rules import Example, Rule
+from lint_plugin.vocabulary import Needs
 
 _SITE = """\
 class FooMultiStepDraftBackend:
@@ -7,6 +8,9 @@ class FooMultiStepDraftBackend:
 """
 _INLINE = "seq_lens_sum * self.topk + bs * (i + 1)"
 _HELPER = "draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
+
+# A `# noqa` directive of its own: lint_plugin.noqa finds those.
+NEEDS = Needs(())
 
 RULE = Rule(
     code="KVI100",

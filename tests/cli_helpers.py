@@ -28,7 +28,9 @@ USED_LEN_SITE = (
 SAFETY = {"1": "safe", "2": "safe", "3": "unsafe"}  # KVI004: no fix
 
 
-def fake_check_source(data: bytes, path: str, settings=None) -> list[Finding]:
+def fake_check_source(
+    data: bytes, path: str, settings=None, notes=None
+) -> list[Finding]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

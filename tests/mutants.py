@@ -166,6 +166,80 @@ REGRESSIONS: dict[str, Style] = {
     ),
 }
 
+# Issue 17's classes of misses, in spellings named nowhere before: a branch, a
+# default kept on one path, sound operators, every way to state the buffer.
+_HELPER = "{h}({c}, self.topk, " + CTX + ")"
+_IF = "if self.speculative_num_steps > 1:"
+
+
+def _helper(site: Site) -> str:
+    return _HELPER.format(h=BUFFER_WIDTH, c=site.count)
+
+
+REGRESSIONS.update(
+    {
+        "branch-keeps-unsized": lambda s: (
+            _keep(s) + f"\n{_IF}\n    " + _w(s, f"{s.count} * {CTX}"),
+            s.alloc,
+        ),
+        "else-branch": lambda s: (
+            f"{_IF}\n    {_keep(s)}\nelse:\n    " + _w(s, f"{s.count} * {CTX}"),
+            s.alloc,
+        ),
+        "conditional": lambda s: (
+            _w(
+                s,
+                f"{_helper(s)} if self.speculative_num_steps > 1 else {s.count} * {CTX}",
+            ),
+            s.alloc,
+        ),
+        "count-minus-one": lambda s: (
+            _w(s, f"({s.count} - 1) * self.topk * {CTX}"),
+            s.alloc,
+        ),
+        "max-count": lambda s: (_w(s, f"max({s.count}, 1) * {CTX}"), s.alloc),
+        "count-plus-one": lambda s: (_w(s, f"({s.count} + 1) * {CTX}"), s.alloc),
+        "floor-half": lambda s: (_w(s, f"{_helper(s)} // 2"), s.alloc),
+        "page-rounded": lambda s: (
+            _w(s, f"({s.count} * {CTX} + 63) // 64 * 64"),
+            s.alloc,
+        ),
+        "walrus": lambda s: (
+            f"if ({s.width_name} := {s.count} * {CTX}) < 0:\n    " + _w(s, "0"),
+            s.alloc,
+        ),
+        "min-topk": lambda s: (
+            _w(s, f"{s.count} * min(self.topk, 1) * {CTX}"),
+            s.alloc,
+        ),
+        "local-topk-one": lambda s: (
+            "topk = 1\n" + _w(s, f"{BUFFER_WIDTH}({s.count}, topk, {CTX})"),
+            s.alloc,
+        ),
+        "torch-size": lambda s: (
+            _w(s, f"{s.count} * {CTX}"),
+            _shape(s, f"torch.Size([{STEPS}, {s.width_name}])"),
+        ),
+        "starred": lambda s: (
+            _w(s, f"{s.count} * {CTX}") + f"\nprefix = ({STEPS},)",
+            _shape(s, f"(*prefix, {s.width_name})"),
+        ),
+        "concatenated": lambda s: (
+            _w(s, f"{s.count} * {CTX}"),
+            _shape(s, f"({STEPS},) + ({s.width_name},)"),
+        ),
+        "allocator-alias": lambda s: (
+            _w(s, f"{s.count} * {CTX}") + "\nalloc = torch.empty",
+            _alloc(s, f"({STEPS}, {s.width_name})", "alloc("),
+        ),
+        "allocator-partial": lambda s: (
+            _w(s, f"{s.count} * {CTX}")
+            + "\nalloc = functools.partial(torch.zeros, pin_memory=False)",
+            _alloc(s, f"({STEPS}, {s.width_name})", "alloc("),
+        ),
+    }
+)
+
 SIZED: dict[str, Style] = {
     "upstream": lambda s: (_keep(s), s.alloc),
     "topk-first": lambda s: (_w(s, f"self.topk * {s.count} * {CTX}"), s.alloc),
@@ -201,6 +275,48 @@ SIZED: dict[str, Style] = {
     "sized-three-d": lambda s: (
         _keep(s),
         _shape(s, f"({STEPS}, {s.count} * self.topk, {CTX})"),
+    ),
+    "branches-sized": lambda s: (
+        f"{_IF}\n    {_keep(s)}\nelse:\n    " + _w(s, f"{s.count} * self.topk * {CTX}"),
+        s.alloc,
+    ),
+    "topk-at-least-one": lambda s: (
+        _w(s, f"{s.count} * max(self.topk, 1) * {CTX}"),
+        s.alloc,
+    ),
+    "topk-or-one": lambda s: (_w(s, f"{s.count} * (self.topk or 1) * {CTX}"), s.alloc),
+    "page-rounded-helper": lambda s: (
+        _w(s, f"({_helper(s)} + 63) // 64 * 64"),
+        s.alloc,
+    ),
+    "ceil-multiple": lambda s: (_w(s, f"-(-{_helper(s)} // 64) * 64"), s.alloc),
+    "token-count-of-the-topk": lambda s: (
+        f"num_tokens = {s.count} * self.topk\n" + _w(s, f"num_tokens * {CTX}"),
+        s.alloc,
+    ),
+    "count-plus-one-sized": lambda s: (
+        _w(s, f"({s.count} + 1) * self.topk * {CTX}"),
+        s.alloc,
+    ),
+    "max-of-helper": lambda s: (
+        _w(s, f"max({_helper(s)}, {s.count} * {CTX})"),
+        s.alloc,
+    ),
+    "min-of-sized": lambda s: (
+        _w(s, f"min({_helper(s)} + 64, 2 * {_helper(s)})"),
+        s.alloc,
+    ),
+    "augmented-chain": lambda s: (
+        _w(s, s.count) + f"\n{s.width_name} *= self.topk\n{s.width_name} *= {CTX}",
+        s.alloc,
+    ),
+    "tuple-unpacked": lambda s: (
+        f"steps, {s.width_name} = {STEPS}, {_helper(s)}",
+        _shape(s, f"(steps, {s.width_name})"),
+    ),
+    "allocator-alias-sized": lambda s: (
+        _keep(s) + "\nalloc = torch.empty",
+        _alloc(s, f"({STEPS}, {s.width_name})", "alloc("),
     ),
 }
 

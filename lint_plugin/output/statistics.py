@@ -33,12 +33,16 @@ def collect(findings: Sequence[Finding]) -> list[CodeStatistics]:
     return rows
 
 
-def render_text(findings: Sequence[Finding]) -> str:
+def render_text(findings: Sequence[Finding], notes: Sequence[Finding] = ()) -> str:
+    """``notes``: allocations a rule could not judge, one row per code after
+    the findings' (``[-]``: nothing to fix)."""
     rows = collect(findings)
-    if not rows:
+    judged = collect(notes)
+    if not rows and not judged:
         return ""
-    count_width = max(len(str(row.count)) for row in rows)
-    code_width = max(len(row.code) for row in rows)
+    every = rows + judged
+    count_width = max(len(str(row.count)) for row in every)
+    code_width = max(len(row.code) for row in every)
     any_fixable = any(row.fixable_count for row in rows)
     lines = []
     for row in rows:
@@ -46,10 +50,16 @@ def render_text(findings: Sequence[Finding]) -> str:
         lines.append(
             f"{row.count:>{count_width}}\t{row.code:<{code_width}}\t{marker}{row.name}"
         )
+    for row in judged:
+        marker = "[-] " if any_fixable else ""
+        lines.append(
+            f"{row.count:>{count_width}}\t{row.code:<{code_width}}\t{marker}"
+            f"{row.name} (not judged: see check --explain FILE:ROW)"
+        )
     return "\n".join(lines) + "\n"
 
 
-def render_json(findings: Sequence[Finding]) -> str:
+def render_json(findings: Sequence[Finding], notes: Sequence[Finding] = ()) -> str:
     import json
 
     rows = [
@@ -61,5 +71,16 @@ def render_json(findings: Sequence[Finding]) -> str:
             "fixable_count": row.fixable_count,
         }
         for row in collect(findings)
+    ]
+    rows += [
+        {
+            "code": row.code,
+            "name": row.name,
+            "count": row.count,
+            "fixable": False,
+            "fixable_count": 0,
+            "judged": False,
+        }
+        for row in collect(notes)
     ]
     return json.dumps(rows, indent=2) + "\n"

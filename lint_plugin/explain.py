@@ -1,0 +1,111 @@
+"""``draft-kv-lint check --explain FILE:ROW``: why an allocation is sized or not.
+
+For every torch allocation whose statement spans ROW, in any class, it prints
+each path of the width analysis (:mod:`lint_plugin.widths`): the row width it
+derived, the branch conditions of the path and the rows of the definitions it
+followed, and KVI003's verdict for that path (sized, unsized with the values that
+show it, not judged and why), then the allocation's verdict. The whole file is
+parsed and walked (no shortcut): what is explained is what ``check`` decides.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from lint_plugin import symbolic
+from lint_plugin.analysis import walk
+from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
+from lint_plugin.settings import DEFAULT_SETTINGS, Settings
+from lint_plugin.source import Source
+
+
+class NothingToExplain(ValueError):
+    """No allocation spans the row (the reason says what is there instead)."""
+
+
+def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTINGS):
+    """``(report, verdict)``: the text to print and the worst verdict of the
+    allocations spanning ``row`` (``unsized``, ``not judged``, ``sized`` or
+    ``not a row``)."""
+    tree = ast.parse(text, filename=path)
+    source = Source(text)
+    walker = walk(tree, source, path, settings)
+    lines: list[str] = []
+    verdicts: list[str] = []
+    for cls in walker.facts.classes:
+        for allocation in cls.allocations:
+            call = allocation.call
+            stmt = walker.analysis.statement(
+                walker.analysis.frame_of(allocation.function), call
+            )
+            node = stmt if stmt is not None else call
+            if not node.lineno <= row <= node.end_lineno:
+                continue
+            lines += _allocation(allocation, cls, walker, source, path)
+            verdicts.append(lines.pop())
+    if not lines:
+        raise NothingToExplain(
+            f"{path}:{row}: no torch allocation in a class spans this row"
+        )
+    order = (kvi003.UNSIZED, kvi003.NOT_JUDGED, kvi003.SIZED, "not a row")
+    worst = min(verdicts, key=order.index)
+    return "\n".join(lines) + "\n", worst
+
+
+def _allocation(allocation, cls, walker, source: Source, path: str) -> list[str]:
+    call = allocation.call
+    function = allocation.function.node.name
+    row, column = source.position(source.index(call.lineno, call.col_offset))
+    head = ast.unparse(call)  # one line, as Python would write it
+    if len(head) > 100:
+        head = head[:97] + "..."
+    lines = [f"{path}:{row}:{column}: {head}"]
+    kind = (
+        "a multi-step draft backend"
+        if cls.is_draft_backend
+        else "not a multi-step draft backend: KVI003 does not judge it"
+    )
+    lines.append(f"  in {cls.node.name}.{function} ({kind})")
+    topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
+    judgement = kvi003.judge(allocation, walker.analysis, topk)
+    if judgement is None:
+        lines.append(
+            "  not a kv_indices row: no path is per step with a context size "
+            "(or it is another per-step buffer, by its name)"
+        )
+        lines.append("not a row")
+        return lines
+    paths = judgement.paths
+    for index, verdict in enumerate(paths, 1):
+        lines += list(_path(verdict, index, len(paths), source))
+    final = judgement.verdict if cls.is_draft_backend else "not a row"
+    shown = {
+        kvi003.UNSIZED: "unsized (KVI003)",
+        kvi003.NOT_JUDGED: "not judged (no finding)",
+        kvi003.SIZED: "sized",
+        "not a row": "not judged by KVI003 (not a draft backend)",
+    }[final]
+    lines.append(f"  verdict: {shown}")
+    lines.append(final)
+    return lines
+
+
+def _path(verdict, index: int, total: int, source: Source) -> Iterator[str]:
+    row = verdict.row
+    width = symbolic.render(row.width)
+    made = ""
+    if row.rows:
+        rows = ", ".join(map(str, row.rows))
+        made = f" (through row{'s' if len(row.rows) > 1 else ''} {rows})"
+    yield f"  path {index} of {total}: width {width}{made}"
+    for text, positive in verdict.conditions:
+        yield f"    when {'' if positive else 'not '}{text}"
+    if verdict.goal is not None:
+        yield f"    needs at least {symbolic.render(verdict.goal)}"
+    if verdict.verdict == kvi003.SIZED:
+        yield "    sized: at least that for all positive sizes (proven)"
+    elif verdict.verdict == kvi003.UNSIZED:
+        yield f"    unsized: {kvi003.describe_witness(verdict)}"
+    else:
+        yield f"    not judged: {verdict.reason}"

@@ -1,0 +1,134 @@
+"""``check --explain FILE:ROW`` and the not-judged count of ``--statistics``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mutants import REGRESSIONS, mutate, sites
+
+from lint_plugin.cli import main
+from lint_plugin.rules import RULES
+
+KVI003 = RULES["KVI003"]
+BRANCHED = next(e.code for e in KVI003.invalid if "if flag:" in e.code)
+NOT_JUDGED = next(e.code for e in KVI003.valid if "compute_width" in e.code)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def row_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_each_path_of_an_allocation_is_explained(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "b.py"
+    path.write_text(BRANCHED)
+    row = row_of(BRANCHED, "self.cuda_graph_kv_indices = ")
+    status, out, err = run(capsys, "check", "--no-config", "--explain", f"{path}:{row}")
+    assert (status, err) == (1, "")
+    default, branch = out.split("  path ")[1:]
+    # Paths in the order of their defining rows: the default, then the branch.
+    assert default.startswith("1 of 2: width draft_kv_indices_buffer_width(")
+    assert "    when not flag\n" in default
+    assert "    sized: at least that for all positive sizes (proven)" in default
+    assert branch.startswith("2 of 2: width max_bs * self.max_context_len (through row")
+    assert "    when flag\n" in branch
+    assert (
+        "unsized: max_bs=1, self.topk=2, self.max_context_len=1 gives 1 < 2" in branch
+    )
+    assert out.rstrip().endswith("verdict: unsized (KVI003)")
+
+
+@pytest.mark.parametrize(
+    ("source", "status", "verdict"),
+    [
+        (KVI003.valid[0].code, 0, "verdict: sized"),
+        (NOT_JUDGED, 0, "verdict: not judged (no finding)"),
+        (KVI003.invalid[0].code, 1, "verdict: unsized (KVI003)"),
+    ],
+)
+def test_the_exit_status_says_whether_it_is_unsized(
+    tmp_path: Path, capsys, source: str, status: int, verdict: str
+) -> None:
+    path = tmp_path / "b.py"
+    path.write_text(source)
+    row = row_of(source, "torch.zeros(")
+    got, out, _ = run(capsys, "check", "--no-config", "--explain", f"{path}:{row}")
+    assert got == status
+    assert verdict in out
+
+
+@pytest.mark.parametrize(
+    ("argument", "message", "usage"),
+    [
+        ("b.py", "--explain takes FILE:ROW", True),
+        ("b.py:0", "--explain takes FILE:ROW", True),
+        ("b.py:1", "no torch allocation in a class spans this row", False),
+        ("missing.py:3", "--explain: missing.py: No such file", False),
+    ],
+)
+def test_a_bad_explain_is_one_line_exit_2(
+    tmp_path: Path, capsys, monkeypatch, argument: str, message: str, usage: bool
+) -> None:
+    """No FILE:ROW is a usage error (the usage, then the line, as argparse
+    prints); a file with nothing to explain is one line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "b.py").write_text(KVI003.valid[0].code)
+    status, out, err = run(capsys, "check", "--no-config", "--explain", argument)
+    assert status == 2 and out == ""
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert message in last
+    assert err.startswith("usage: draft-kv-lint check ") == usage
+    if not usage:
+        assert err.strip() == last and last.startswith("draft-kv-lint: error: ")
+
+
+def test_statistics_count_allocations_not_judged(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a.py").write_text(KVI003.invalid[0].code)
+    (tmp_path / "b.py").write_text(NOT_JUDGED)
+    status, out, _ = run(capsys, "check", "--no-config", "--statistics", str(tmp_path))
+    assert status == 1
+    assert out.splitlines()[:2] == [
+        "1\tKVI003\tunsized-draft-kv-indices-buffer",
+        "1\tKVI003\tunsized-draft-kv-indices-buffer "
+        "(not judged: see check --explain FILE:ROW)",
+    ]
+    status, out, _ = run(
+        capsys, "check", "--no-config", "--statistics", "--output-format", "json",
+        str(tmp_path),
+    )  # fmt: skip
+    rows = json.loads(out)
+    assert [r.get("judged", True) for r in rows] == [True, False]
+    status, out, _ = run(
+        capsys, "check", "--no-config", "--statistics", "--ignore", "KVI003",
+        str(tmp_path / "b.py"),
+    )  # fmt: skip
+    assert "not judged" not in out  # a rule not selected counts nothing
+
+
+def test_explain_on_the_refactored_backends(new_attention: Path, tmp_path, capsys):
+    """A sized allocation of 0.5.13, and the same after a regression."""
+    name = "triton_backend.py"
+    text = (new_attention / name).read_text()
+    site = sites(text)[1]  # init_cuda_graph_state's buffer
+    row = site.alloc_rows[0] + 1
+    status, out, _ = run(
+        capsys, "check", "--no-config", "--explain", f"{new_attention / name}:{row}"
+    )
+    assert status == 0, out
+    assert "verdict: sized" in out
+    regressed = tmp_path / name
+    regressed.write_text(mutate(text, site, REGRESSIONS["local"]))
+    status, out, _ = run(
+        capsys, "check", "--no-config", "--explain", f"{regressed}:{row}"
+    )
+    assert status == 1, out
+    assert "width max_bs * self.max_context_len" in out
+    assert "verdict: unsized (KVI003)" in out

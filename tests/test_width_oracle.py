@@ -1,0 +1,160 @@
+"""KVI003 against an oracle nobody wrote by hand: the generated programs' own
+execution (``tests/width_programs.py``).
+
+Each generated module is a draft backend whose method computes a row width
+through several statements and allocates the buffer in one of many spellings.
+Its truth comes from running it (generated code only, never an analysed file)
+over a grid of positive bindings of topk, the step count, the context size, the
+sequence count, a page size and two flags: the row is *unsized* when it is ever
+below ``max_bs * topk * context``. Then:
+
+* a program the analysis calls unsized is unsized: on the grid, or at the
+  values its message gives, run again;
+* a program the analysis calls sized is never unsized on the grid;
+* a program that can be unsized, with nothing the analysis is allowed to leave
+  opaque (a call of another module, a subscript, a size of no role), is found;
+* ``check``'s regions, the whole walk and the flake8 plugin agree.
+
+Not judged is allowed for the rest, and counted. With ``-s`` the counts are
+printed. CI runs 2,000 programs; the long run::
+
+    DRAFT_KV_LINT_ORACLE=50000 python -m pytest tests/test_width_oracle.py -s
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import os
+import sys
+from collections import Counter
+
+from hypothesis import HealthCheck, given, settings
+from width_programs import (
+    GRID,
+    Binding,
+    compiled,
+    needed,
+    programs,
+    row_width,
+)
+
+from lint_plugin.analysis import walk
+from lint_plugin.flake8_plugin import KviChecker
+from lint_plugin.rules import DECISIONS
+from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
+from lint_plugin.scan import check_source
+from lint_plugin.source import Source
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_ORACLE", "2000"))
+COUNTS: Counter[str] = Counter()
+KEYS = {
+    "role:topk": "topk",
+    "role:num_steps": "steps",
+    "role:max_context_len": "context",
+    "role:window_size": "context",
+    "role:num_seqs": "max_bs",
+    "free:self.page_size": "page",
+    "free:page_size": "page",
+}
+
+
+def _key(findings) -> list[tuple]:
+    return sorted((f.row, f.column, f.code, f.message) for f in findings)
+
+
+def _unsized_at(cls, program, witness: dict) -> bool:
+    """Run the program at the values the analysis says show it unsized."""
+    values = {name: 1 for name in ("topk", "steps", "context", "max_bs", "page")}
+    for key, value in witness.items():
+        assert key in KEYS, (key, program.source)
+        values[KEYS[key]] = value
+    for flag_a, flag_b in itertools.product((False, True), repeat=2):
+        binding = Binding(flag_a=flag_a, flag_b=flag_b, **values)
+        width = row_width(cls, program, binding)
+        if width is not None and width < needed(binding):
+            return True
+    return False
+
+
+def test_widths_agree_with_execution() -> None:
+    COUNTS.clear()
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(programs())
+    def run(program) -> None:
+        text = program.source
+        if os.environ.get("DRAFT_KV_LINT_ORACLE_DUMP"):  # the last program, to debug
+            with open(os.environ["DRAFT_KV_LINT_ORACLE_DUMP"], "w") as handle:
+                handle.write(text)
+        COUNTS["programs"] += 1
+        COUNTS[f"spelling {program.spelling}"] += 1
+        cls = compiled(program)
+        widths = [(b, row_width(cls, program, b)) for b in GRID]
+        reached = [(b, w) for b, w in widths if w is not None]
+        unsized = any(w < needed(b) for b, w in reached)
+        COUNTS["truly unsized" if unsized else "truly sized"] += 1
+
+        walker = walk(ast.parse(text), Source(text), "gen.py")
+        found = kvi003.judgements(walker.facts, walker)
+        for _, decide in DECISIONS:
+            decide(walker.facts, walker)
+        whole = walker.findings
+        if COUNTS["programs"] % 2 == 0:  # check's regions, on half of them
+            assert _key(check_source(text.encode(), "gen.py")) == _key(whole), text
+        if COUNTS["programs"] % 5 == 0:  # flake8's own path, on a fifth of them
+            checker = KviChecker(ast.parse(text), "gen.py", text.splitlines(True))
+            flake8 = sorted((r, c + 1, m.split()[0]) for r, c, m, _ in checker.run())
+            assert flake8 == sorted((f.row, f.column, f.code) for f in whole), text
+
+        assert len(found) <= 1, [j.allocation.call.lineno for j in found]
+        judgement = found[0] if found else None
+        verdict = judgement.verdict if judgement is not None else "not a row"
+        COUNTS[verdict] += 1
+        reported = [f for f in whole if f.code == "KVI003"]
+        assert bool(reported) == (verdict == kvi003.UNSIZED), (verdict, text)
+        if verdict == kvi003.UNSIZED:
+            witness = judgement.unsized[0].witness
+            confirmed = unsized or _unsized_at(cls, program, witness)
+            assert confirmed, f"called unsized, never unsized ({witness}):\n{text}"
+            COUNTS["agree"] += 1
+        elif verdict == kvi003.SIZED:
+            assert not unsized, f"called sized, unsized when run:\n{text}"
+            COUNTS["agree"] += 1
+        elif unsized:
+            assert program.may_skip, f"{verdict}, unsized when run:\n{text}"
+            COUNTS["unsized, not judged (opaque parts)"] += 1
+        else:
+            COUNTS["sized, not judged"] += 1
+            if os.environ.get("DRAFT_KV_LINT_ORACLE_DUMP"):
+                with open(
+                    os.environ["DRAFT_KV_LINT_ORACLE_DUMP"] + ".undecided", "a"
+                ) as out:
+                    out.write(text + "\n#####\n")
+
+    try:
+        run()
+    finally:
+        total = COUNTS["programs"] or 1
+        judged = COUNTS[kvi003.SIZED] + COUNTS[kvi003.UNSIZED]
+        print(
+            f"\nwidth oracle: {COUNTS['programs']} programs "
+            f"({COUNTS['truly unsized']} unsized when run, "
+            f"{COUNTS['truly sized']} sized); analysis: "
+            f"{COUNTS[kvi003.UNSIZED]} unsized, {COUNTS[kvi003.SIZED]} sized, "
+            f"{COUNTS[kvi003.NOT_JUDGED]} not judged, {COUNTS['not a row']} not a "
+            f"row ({100 * (total - judged) / total:.1f}% not judged); "
+            f"{COUNTS['agree']} agree with execution, "
+            f"{COUNTS['unsized, not judged (opaque parts)']} unsized left not judged "
+            f"(opaque parts), {COUNTS['sized, not judged']} sized left not judged"
+        )
+        spellings = {k[9:]: v for k, v in COUNTS.items() if k.startswith("spelling ")}
+        print(f"spellings: {dict(sorted(spellings.items()))}")
+    assert COUNTS["programs"] >= min(EXAMPLES, 2000) * 0.9
+    assert COUNTS[kvi003.UNSIZED] > 0 and COUNTS[kvi003.SIZED] > 0
