@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,13 @@ from lint_plugin.facts import GUARD
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.import_text import add_import
+from lint_plugin.names import ModuleNames
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
 from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE, Settings
+from lint_plugin.source import one_line
+from lint_plugin.spelling import Site, Spelling, Unspellable, plan
 from lint_plugin.verify import NotEqual, parse_module, verify
 
 
@@ -85,47 +89,28 @@ def rewrite_text(
     where their stated replacements are known against the original.
     """
     tree = parse_module(text)
-    current = text
-    applied: list[Finding] = []
-    unsafe_edits: list[Edit] = []
-    helpers: set[str] = set()
-    rows: list[tuple[int, int]] = []
-    anchor = statement_rows(tree)
-    for round_number in range(MAX_ROUNDS):
-        findings = _applicable_findings(current, path, options, round_number == 0)
-        chosen = _non_overlapping(current, findings)
-        if not chosen:
+    avoid: frozenset[str] = frozenset()
+    for attempt in range(_RESPELLINGS):
+        try:
+            done = _rounds(text, tree, path, options, avoid)
             break
-        starts = line_starts(current)
-        for finding in chosen:
-            if finding.fix.applicability == "safe":
-                for edit in finding.fix.edits:
-                    start, end = offsets(edit, starts)
-                    reason = equivalent(current[start:end], edit.content)
-                    if reason is not None:
-                        raise RewriteRefused(
-                            f"{finding.row}:{finding.column}: {finding.code} rewrite "
-                            f"refused, not equal to the original: {reason}"
-                        )
-            else:
-                unsafe_edits.extend(finding.fix.edits)
-        # Two allocations sharing one width local share its fix: apply it once.
-        edits = list(dict.fromkeys(e for finding in chosen for e in finding.fix.edits))
-        if round_number:
-            mapped = row_mapper(current, edits)
-            rows = [(mapped(a), mapped(b)) for a, b in rows]
-            anchor = statement_rows(parse_module(current, "a rewritten round"))
-        current, new_rows = apply_edits_with_rows(current, edits, anchor)
-        rows += new_rows
-        applied += chosen
-        helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
+        except _Respell as respell:
+            if attempt == _RESPELLINGS - 1:
+                raise RewriteRefused(respell.reason) from None
+            avoid |= {respell.callee}
+    current, applied, unsafe_edits = done.text, done.applied, done.unsafe_edits
+    rows, plans, used = done.rows, done.plans, done.used
     if not applied:
         rewrite = _without_unused_directives(Rewrite(text), path, options)
         rewrite.parsed_original = (text, tree)
         return rewrite
-    new_text = _add_imports(current, helpers, options.helpers_module)
+    plain = {h for h in used if plans[h].plain}
+    aliased = {(h, plans[h].alias) for h in used if plans[h].alias}
+    new_text = _add_imports(current, plain, options.helpers_module, aliased)
     if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
-        new_text = _add_imports(new_text, {GUARD}, options.guard_module)
+        new_text = _add_imports(
+            new_text, {GUARD}, options.guard_module, skip_bound=True
+        )
     rows = _shift_for_import(current, new_text, rows)
     if options.wrap:
         from lint_plugin.formatting import format_ranges
@@ -145,6 +130,143 @@ def rewrite_text(
     return rewrite
 
 
+@dataclass
+class _Done:
+    text: str
+    applied: list[Finding]
+    unsafe_edits: list[Edit]
+    rows: list[tuple[int, int]]
+    plans: dict[str, Spelling]
+    used: set[str]
+
+
+class _Respell(Exception):
+    """A spelling planned on earlier sites does not resolve at a later one."""
+
+    def __init__(self, callee: str, reason: str) -> None:
+        super().__init__(reason)
+        self.callee = callee
+        self.reason = reason
+
+
+# Spellings tried for a helper before the file is refused.
+_RESPELLINGS = 4
+
+
+def _rounds(
+    text: str, tree: ast.Module, path: str, options: Options, avoid: frozenset[str]
+) -> _Done:
+    """The engine's edits applied round by round (see :func:`rewrite_text`)."""
+    current, current_tree = text, tree
+    applied: list[Finding] = []
+    unsafe_edits: list[Edit] = []
+    plans: dict[str, Spelling] = {}
+    used: set[str] = set()
+    rows: list[tuple[int, int]] = []
+    anchor = statement_rows(tree)
+    settings = options.settings
+    before: list[Finding] = []
+    fixed_first: Counter[str] = Counter()
+    for round_number in range(MAX_ROUNDS):
+        first = round_number == 0
+        every, findings = _applicable_findings(current, path, options, first, settings)
+        before = every if first else before
+        chosen = _non_overlapping(current, findings)
+        if not chosen:
+            break
+        names = ModuleNames(current_tree, current, options.helpers_module)
+        sites = _helper_sites(current, chosen, settings)
+        if set(sites) - set(plans):
+            for helper in sorted(set(sites) - set(plans)):
+                try:
+                    plans[helper] = plan(names, helper, sites[helper], avoid)
+                except Unspellable as exc:
+                    where = _first_site(chosen, helper, settings)
+                    raise RewriteRefused(
+                        f"{where}: cannot call {helper} there: {exc}"
+                    ) from None
+            spelled = tuple(
+                sorted((h, p.callee) for h, p in plans.items() if p.callee != h)
+            )
+            if spelled != settings.spellings:
+                settings = Settings(
+                    settings.helpers_module,
+                    settings.guard_module,
+                    settings.opt_in,
+                    spelled,
+                )
+                every, findings = _applicable_findings(
+                    current, path, options, first, settings
+                )
+                before = every if first else before
+                chosen = _non_overlapping(current, findings)
+                sites = _helper_sites(current, chosen, settings)
+        for helper, found in sites.items():
+            reason = plans[helper].holds(names, found)
+            if reason is not None:
+                where = _first_site(chosen, helper, settings)
+                raise _Respell(
+                    plans[helper].callee,
+                    f"{where}: cannot call {helper} there: {reason}",
+                )
+        used |= set(sites)
+        starts = line_starts(current)
+        callees = {p.callee: helper for helper, p in plans.items()}
+        for finding in chosen:
+            if finding.fix.applicability == "safe":
+                for edit in finding.fix.edits:
+                    start, end = offsets(edit, starts)
+                    reason = equivalent(current[start:end], edit.content, callees)
+                    if reason is not None:
+                        raise RewriteRefused(
+                            f"{finding.row}:{finding.column}: {finding.code} rewrite "
+                            f"refused, not equal to the original: {reason}"
+                        )
+            else:
+                unsafe_edits.extend(finding.fix.edits)
+        # Two allocations sharing one width local share its fix: apply it once.
+        edits = list(dict.fromkeys(e for finding in chosen for e in finding.fix.edits))
+        if round_number:
+            mapped = row_mapper(current, edits)
+            rows = [(mapped(a), mapped(b)) for a, b in rows]
+        current, new_rows = apply_edits_with_rows(current, edits, anchor)
+        current_tree = parse_module(current, "a rewritten round")
+        anchor = statement_rows(current_tree)
+        rows += new_rows
+        applied += chosen
+        fixed_first = fixed_first if round_number else Counter(f.code for f in chosen)
+    else:
+        every = _applicable_findings(current, path, options, False, settings)[0]
+    if applied:
+        _no_finding_gained(before, fixed_first, every)
+    return _Done(current, applied, unsafe_edits, rows, plans, used)
+
+
+_FORMULA_CODES = frozenset({"KVI001", "KVI002"})
+
+
+def _no_finding_gained(
+    before: list[Finding], fixed: Counter[str], after: list[Finding]
+) -> None:
+    """The rewritten text may not have more findings of any rule than the
+    original, less the ones its first round fixed (a call whose arguments read
+    as misplaced, KVI004; a guard no longer recognised, KVI006). The formulas
+    themselves (KVI001, KVI002) are left out: a rewrite writes none, and one
+    still there was in the original (the engine reports one formula of a sum at
+    a time, and the next once the first is a call)."""
+    left = Counter(f.code for f in before) - fixed
+    counts = Counter(f.code for f in after if f.code not in _FORMULA_CODES)
+    for code, number in sorted(counts.items()):
+        if number > left[code]:
+            known = Counter(f.message for f in before if f.code == code)
+            gained = [f for f in after if f.code == code]
+            new = next((f for f in gained if not known[f.message]), gained[-1])
+            raise RewriteRefused(
+                f"rewrite refused: it would add {code} at {new.row}:{new.column} "
+                f"({one_line(new.message)})"
+            )
+
+
 def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
     """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
     program (with the unsafe fixes' stated replacements, and only those)."""
@@ -160,6 +282,7 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
             options.helpers_module,
             options.guard_module,
             reference_tree=tree,
+            hypothetical=bool(rewrite.unsafe_edits),
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
@@ -173,13 +296,12 @@ LINE_LENGTH = 88
 
 
 def _applicable_findings(
-    text: str, path: str, options: Options, first_round: bool
-) -> list[Finding]:
+    text: str, path: str, options: Options, first_round: bool, settings: Settings
+) -> tuple[list[Finding], list[Finding]]:
+    """Every finding no directive suppresses, and those to apply now."""
     # The text is parsed whole before the first round and by the gate after the
     # last, so the engine's own whole-file syntax check would be a third parse.
-    findings = check_source(
-        text.encode(), path, options.settings, parsed_by_caller=True
-    )
+    findings = check_source(text, path, settings, parsed_by_caller=True)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
@@ -189,11 +311,13 @@ def _applicable_findings(
         raise RewriteRefused(
             f"rewrite refused: a rewritten round does not parse: {where}"
         )
-    findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
-    return [
+    unsuppressed = apply_noqa(findings, text)
+    return unsuppressed, [
         f
-        for f in findings
-        if _applicable(f, options) and (first_round or f.fix.applicability == "safe")
+        for f in unsuppressed
+        if options.selected(f)
+        and _applicable(f, options)
+        and (first_round or f.fix.applicability == "safe")
     ]
 
 
@@ -236,6 +360,14 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
         spans.append((first, last))
     spans.sort()
     starts = [first for first, _ in spans]
+    # Lines two statements share (`a = 1; b = f(x)`, `if x: y = f(x)`): a range
+    # holding one is not formatted, or the other statement would change too.
+    shared: list[int] = []
+    reach = 0
+    for first, last in spans:
+        if first <= reach:
+            shared.append(first)
+        reach = max(reach, last)
     grown = []
     for first, last in rows:
         low, high = first, last
@@ -248,6 +380,9 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
         index = bisect.bisect_right(starts, last) - 1
         if index >= 0 and spans[index][1] >= last:
             high = max(high, spans[index][1])
+        at = bisect.bisect_left(shared, low)
+        if at < len(shared) and shared[at] <= high:
+            continue
         grown.append((low, high))
     return grown
 
@@ -280,8 +415,42 @@ def _applicable(finding: Finding, options: Options) -> bool:
     return fix.applicability == "safe" or options.unsafe_fixes
 
 
-_HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")
+
+
+def _helper_sites(
+    text: str, chosen: list[Finding], settings: Settings
+) -> dict[str, list[Site]]:
+    """Helper -> the spans (rows, byte columns) of the edits that write a call
+    of it as ``settings`` spell it."""
+    patterns = {
+        helper: re.compile(rf"(?<![\w.]){re.escape(settings.spell(helper))}\(")
+        for helper in (USED_LEN, BUFFER_WIDTH)
+    }
+    lines = text.split("\n")
+    found: dict[str, list[Site]] = {}
+    for finding in chosen:
+        for edit in finding.fix.edits:
+            for helper, pattern in patterns.items():
+                if pattern.search(edit.content):
+                    start = (edit.row, _bytes(lines, edit.row, edit.column))
+                    end = (edit.end_row, _bytes(lines, edit.end_row, edit.end_column))
+                    found.setdefault(helper, []).append((start, end))
+    return found
+
+
+def _bytes(lines: list[str], row: int, column: int) -> int:
+    """The UTF-8 byte offset of 1-based character ``column`` on ``row``."""
+    line = lines[row - 1] if row - 1 < len(lines) else ""
+    return len(line[: column - 1].encode()) if not line.isascii() else column - 1
+
+
+def _first_site(chosen: list[Finding], helper: str, settings: Settings) -> str:
+    callee = settings.spell(helper)
+    for finding in chosen:
+        if any(f"{callee}(" in edit.content for edit in finding.fix.edits):
+            return f"{finding.row}:{finding.column}: {finding.code}"
+    return "1:1"
 
 
 def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
@@ -353,13 +522,25 @@ _FIRST_DEF = re.compile(r"^(?:@|class\b|def\b|async[ \t]+def\b)", re.M)
 _OPENING_COMMENTS = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*")
 
 
-def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
+def _add_imports(
+    text: str,
+    helpers: set[str],
+    helpers_module: str,
+    aliased: set[tuple[str, str]] = frozenset(),
+    *,
+    skip_bound: bool = False,
+) -> str:
+    """``text`` importing ``helpers`` (and each ``(helper, alias)``) from
+    ``helpers_module`` at the top (``skip_bound``: not the names something below
+    the top already binds)."""
+    if not helpers and not aliased:
+        return text
     cut, statements = _header(text)
     head, tail = text[:cut], text[cut:]
-    wanted = {name for name in helpers if not _bound_in(tail, name)}
-    added = add_import(head, statements, wanted, helpers_module)
+    wanted = {n for n in helpers if not (skip_bound and _bound_in(tail, n))}
+    added = add_import(head, statements, wanted, helpers_module, aliased)
     if added is None:
-        added = _add_imports_with_libcst(head, wanted, helpers_module)
+        added = _add_imports_with_libcst(head, wanted, helpers_module, aliased)
     new_head, ends_with_import = added
     if tail and new_head != head and ends_with_import:
         if not new_head.endswith("\n"):
@@ -369,7 +550,10 @@ def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
 
 
 def _add_imports_with_libcst(
-    head: str, wanted: set[str], helpers_module: str
+    head: str,
+    wanted: set[str],
+    helpers_module: str,
+    aliased: set[tuple[str, str]] = frozenset(),
 ) -> tuple[str, bool]:
     """What :func:`add_import` does, for any header: slower (libcst's import is a
     fifth of a run), so only for the shapes it leaves."""
@@ -377,7 +561,9 @@ def _add_imports_with_libcst(
 
     from lint_plugin.imports import ensure_imported
 
-    new_module = ensure_imported(cst.parse_module(head), wanted, helpers_module)
+    new_module = ensure_imported(
+        cst.parse_module(head), wanted, helpers_module, aliased
+    )
     return new_module.code, _ends_with_import(new_module)
 
 
