@@ -161,6 +161,9 @@ class Plan:
     config: Config  # the configuration of the current folder: run-wide settings
     resolver: ConfigResolver
     filter_for: Callable[[str], PathFilter]
+    # Files not checked because their configuration cannot be used (in errors):
+    # the run exits 2 once the others are done.
+    unusable: int = 0
 
 
 def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -185,9 +188,12 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
 
     Every file gets the configuration nearest to it (or ``--config``), and the
     command line on top; every configuration a file uses is validated before any
-    file is checked, so a bad one is a usage error, never a half-checked run."""
+    file is checked. A configuration that cannot be used stops only the files it
+    governs: each is reported (``Plan.errors``) and the run exits 2 at the end;
+    a bad ``--config`` or command line is a usage error."""
     from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
     from lint_plugin.files import Discovery, PathFilter, discover
+    from lint_plugin.findings import FileError
     from lint_plugin.selection import (
         Layer,
         PerFileSelection,
@@ -227,7 +233,12 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     filters: dict[object, PathFilter] = {}
 
     def filter_for(path: str) -> PathFilter:
-        config = resolver.for_path(path)
+        try:
+            config = resolver.for_path(path)
+        except ConfigError:
+            # Walked with the defaults: its files are reported, and a nested
+            # project below it keeps its own configuration.
+            config = Config(root=os.path.abspath("."))
         if config.path not in filters:
             base = config.exclusions()
             if args.exclude is not None:
@@ -245,18 +256,33 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
 
     selection = PerFileSelection(selection_for, lambda p: resolver.for_path(p).path)
     try:
-        run_config = resolver.for_path(".")
-        selection.for_path(".")  # a typo on the command line fails even with no file
-        found = (
-            discover(args.paths, filter_for, force_exclude=args.force_exclude)
-            if discover_files
-            else Discovery()
-        )
-        for path in found.files:
-            selection.for_path(path)  # every configuration in use, validated now
-    except (ConfigError, SelectorError) as error:
+        # A typo on the command line fails even with no file to check.
+        build_selection([command_line], cli_per_file or (), os.path.abspath("."))
+    except SelectorError as error:
         raise UsageError(str(error)) from None
-    return Plan(found.files, found.errors, selection, run_config, resolver, filter_for)
+    try:
+        run_config = resolver.for_path(".")
+    except ConfigError:
+        run_config = Config(root=os.path.abspath("."))  # reported for its files
+    found = (
+        discover(args.paths, filter_for, force_exclude=args.force_exclude)
+        if discover_files
+        else Discovery()
+    )
+    # Every configuration in use is validated now; a file whose configuration
+    # cannot be used is reported and not checked, the others are.
+    files, errors, unusable = [], list(found.errors), 0
+    for path in found.files:
+        try:
+            selection.for_path(path)
+        except (ConfigError, SelectorError) as error:
+            errors.append(
+                FileError(path, f"skipped, its configuration is unusable: {error}")
+            )
+            unusable += 1
+            continue
+        files.append(path)
+    return Plan(files, errors, selection, run_config, resolver, filter_for, unusable)
 
 
 def show_settings(plan: Plan, path: str) -> int:
@@ -422,17 +448,11 @@ def _use_color(choice: str, stream) -> bool:
 
 def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
     from lint_plugin.check import CheckResult, FileReport, check_bytes
-    from lint_plugin.findings import FileError
-    from lint_plugin.scan import SourceError
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     result = CheckResult(files_checked=1)
-    try:
-        findings = check_bytes(data, name, plan.selection, _settings(args, plan))
-    except SourceError as error:
-        result.errors.append(FileError(name, str(error)))
-        return result
+    findings = check_bytes(data, name, plan.selection, _settings(args, plan))
     if findings:
         result.reports.append(FileReport(name, data, findings))
     return result
@@ -444,8 +464,8 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     import difflib
 
     from lint_plugin.findings import FileError
+    from lint_plugin.prefilter import SourceError, decoded
     from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
-    from lint_plugin.scan import SourceError, decode
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -459,7 +479,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
         selected=lambda f: selection.is_reported(f.code, name),
     )
     try:
-        text = decode(data)
+        text, encoding, bom = decoded(data)
         after = rewrite_text(text, name, options).text
     except (SourceError, SyntaxError, RewriteRefused) as error:
         print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
@@ -476,7 +496,8 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
             )
         )
         return 1 if after != text else 0
-    sys.stdout.write(after)
+    # In the buffer's own encoding (its coding cookie, its BOM).
+    sys.stdout.buffer.write((b"\xef\xbb\xbf" if bom else b"") + after.encode(encoding))
     return 0
 
 
@@ -564,7 +585,7 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report)
 
-    if result.crashes:
+    if result.crashes or plan.unusable:
         return 2
     if args.exit_zero:
         return 0
@@ -721,6 +742,8 @@ def run_fix_command(args: argparse.Namespace) -> int:
         check=args.check,
         roots=args.paths or ["."],
     )
+    if plan.unusable:
+        return 2  # a configuration could not be used: its files were not fixed
     return max(status, 1 if plan.errors else 0)
 
 

@@ -3,15 +3,18 @@
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
-regular file, too large, not UTF-8, does not parse, rewrite refused by the gate,
+regular file, too large, not readable as Python source, does not parse, rewrite
+refused by the gate,
 not writable, a link leading outside the named paths); 2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
 The gate: the bytes about to be written are decoded, parsed and proved equal to the
 original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
 
-A file's bytes are kept as they were outside the rewritten statements: its BOM,
-each line's ending (LF, CRLF, lone CR, or a mix) and its mode. Writes go to a
+A file's bytes are kept as they were outside the rewritten statements: its
+encoding (read as Python reads it, PEP 263: a coding cookie, a BOM, and written
+back in it), each line's ending (LF, CRLF, lone CR, or a mix) and its mode. A
+file Python would refuse for its encoding is refused. Writes go to a
 temporary file in the same folder that is renamed over the original, so a file is
 never half written.
 """
@@ -30,8 +33,8 @@ from typing import TextIO
 from lint_plugin.atomic import write_atomic
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
+from lint_plugin.prefilter import SourceError, decoded
 from lint_plugin.rewrite import Options, RewriteRefused, check_written, rewrite_text
-from lint_plugin.scan import SourceError, decode
 
 
 @dataclass
@@ -122,11 +125,10 @@ def fix_file(
     data = read_regular_file(path)
     if isinstance(data, FileError):
         return FileError(path, data.reason)
-    bom = data.startswith(codecs.BOM_UTF8)
     try:
-        raw = decode(data[len(codecs.BOM_UTF8) :] if bom else data)
+        raw, encoding, bom = decoded(data)
     except SourceError as exc:
-        return FileError(path, str(exc))
+        return FileError(path, f"cannot parse, left unchanged: {exc}")
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
@@ -139,10 +141,16 @@ def fix_file(
     if not rewrite.changed:
         return raw, raw, rewrite
     after = restore_line_endings(raw, text, rewrite.text)
-    encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode("utf-8")
-    written = encoded[len(codecs.BOM_UTF8) :] if bom else encoded
     try:
-        check_written(text, replace(rewrite, text=written.decode("utf-8")), options)
+        encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode(encoding)
+        # The gate reads the very bytes to be written, as Python will.
+        written = decoded(encoded)[0]
+    except (UnicodeError, SourceError) as exc:
+        return FileError(
+            path, f"left unchanged: the rewrite cannot be written as {encoding}: {exc}"
+        )
+    try:
+        check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
     if write:

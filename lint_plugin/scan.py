@@ -63,19 +63,24 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 def check_source(
-    data: bytes,
+    data: bytes | str,
     path: str,
     settings: Settings = DEFAULT_SETTINGS,
     *,
     parsed_by_caller: bool = False,
 ) -> list[Finding]:
-    """All findings in one file's bytes; noqa and selection are the caller's.
+    """All findings in one file's bytes (or text already decoded, as fix has
+    it); noqa and selection are the caller's. Raises SourceError for bytes
+    Python would not read.
 
     ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
     """
-    text = decode(data)
+    if isinstance(data, str):
+        text, data = data, data.encode("utf-8", "surrogatepass")
+    else:
+        text = decode(data)
     if not could_match(data):
         return []
     if "\r" in text:
