@@ -461,8 +461,7 @@ def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
 def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
     with it), the original when nothing could be fixed; ``--diff``: the diff."""
-    import difflib
-
+    from lint_plugin.diff import unified_diff
     from lint_plugin.findings import FileError
     from lint_plugin.prefilter import SourceError, decoded
     from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
@@ -488,7 +487,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
         return 1
     if args.diff:
         sys.stdout.writelines(
-            difflib.unified_diff(
+            unified_diff(
                 text.splitlines(keepends=True),
                 after.splitlines(keepends=True),
                 fromfile=f"a/{name}",

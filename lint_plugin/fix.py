@@ -22,7 +22,6 @@ never half written.
 from __future__ import annotations
 
 import codecs
-import difflib
 import os
 import re
 import sys
@@ -31,6 +30,8 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from lint_plugin.atomic import write_atomic
+from lint_plugin.collection import paused
+from lint_plugin.diff import opcodes, unified_diff
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
 from lint_plugin.prefilter import SourceError, decoded
@@ -67,7 +68,10 @@ def run_fix(
     allowed = None if roots is None else [os.path.realpath(r) for r in roots]
     for path in files:
         try:
-            outcome = fix_file(path, options, write=not (diff or check), roots=allowed)
+            with paused():
+                outcome = fix_file(
+                    path, options, write=not (diff or check), roots=allowed
+                )
         except RecursionError:
             outcome = FileError(path, "nested too deeply to rewrite, left unchanged")
         except Exception as error:  # one file must not stop the others
@@ -93,7 +97,7 @@ def run_fix(
                 )
         if diff:
             out.writelines(
-                difflib.unified_diff(
+                unified_diff(
                     before.splitlines(keepends=True),
                     after.splitlines(keepends=True),
                     fromfile=_diff_name("a", path),
@@ -199,8 +203,7 @@ def restore_line_endings(original: str, normalized: str, new: str) -> str:
     old_lines = normalized.split("\n")
     new_lines = new.split("\n")
     result: list[str] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, _, j1, j2 in matcher.get_opcodes():
+    for tag, i1, _, j1, j2 in opcodes(old_lines, new_lines):
         for offset, line in enumerate(new_lines[j1:j2]):
             if tag == "equal":
                 ending = endings[i1 + offset] if i1 + offset < len(endings) else "\n"

@@ -67,6 +67,9 @@ class Rewrite:
     parsed_original: tuple[str, ast.Module] | None = field(
         default=None, repr=False, compare=False
     )
+    # What the original's names mean, as the rewrite found (the gate asks the
+    # same questions of the same text: no second symtable of it).
+    original_names: ModuleNames | None = field(default=None, repr=False, compare=False)
 
     @property
     def changed(self) -> bool:
@@ -99,6 +102,7 @@ def rewrite_text(
                 raise RewriteRefused(respell.reason) from None
             avoid |= {respell.callee}
     current, applied, unsafe_edits = done.text, done.applied, done.unsafe_edits
+    original_names = done.original_names
     rows, plans, used = done.rows, done.plans, done.used
     if not applied:
         rewrite = _without_unused_directives(Rewrite(text), path, options)
@@ -125,6 +129,8 @@ def rewrite_text(
     rewrite = Rewrite(new_text, applied, tuple(dict.fromkeys(unsafe_edits)))
     rewrite = _without_unused_directives(rewrite, path, options)
     rewrite.parsed_original = (text, tree)
+    if original_names is not None and original_names.tree is tree:
+        rewrite.original_names = original_names
     if verify_result:
         check_written(text, rewrite, options)
     return rewrite
@@ -138,6 +144,7 @@ class _Done:
     rows: list[tuple[int, int]]
     plans: dict[str, Spelling]
     used: set[str]
+    original_names: ModuleNames | None = None
 
 
 class _Respell(Exception):
@@ -167,6 +174,7 @@ def _rounds(
     settings = options.settings
     before: list[Finding] = []
     fixed_first: Counter[str] = Counter()
+    original_names = None
     for round_number in range(MAX_ROUNDS):
         first = round_number == 0
         every, findings = _applicable_findings(current, path, options, first, settings)
@@ -174,7 +182,11 @@ def _rounds(
         chosen = _non_overlapping(current, findings)
         if not chosen:
             break
+        if current_tree is None:  # parsed only for a round that has edits
+            current_tree = parse_module(current, "a rewritten round")
+            anchor = statement_rows(current_tree)
         names = ModuleNames(current_tree, current, options.helpers_module)
+        original_names = original_names or names
         sites = _helper_sites(current, chosen, settings)
         if set(sites) - set(plans):
             for helper in sorted(set(sites) - set(plans)):
@@ -230,8 +242,7 @@ def _rounds(
             mapped = row_mapper(current, edits)
             rows = [(mapped(a), mapped(b)) for a, b in rows]
         current, new_rows = apply_edits_with_rows(current, edits, anchor)
-        current_tree = parse_module(current, "a rewritten round")
-        anchor = statement_rows(current_tree)
+        current_tree = None
         rows += new_rows
         applied += chosen
         fixed_first = fixed_first if round_number else Counter(f.code for f in chosen)
@@ -239,7 +250,7 @@ def _rounds(
         every = _applicable_findings(current, path, options, False, settings)[0]
     if applied:
         _no_finding_gained(before, fixed_first, every)
-    return _Done(current, applied, unsafe_edits, rows, plans, used)
+    return _Done(current, applied, unsafe_edits, rows, plans, used, original_names)
 
 
 _FORMULA_CODES = frozenset({"KVI001", "KVI002"})
@@ -275,6 +286,7 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
         reference = splice(original, rewrite.unsafe_edits)
     elif rewrite.parsed_original and rewrite.parsed_original[0] == original:
         tree = rewrite.parsed_original[1]
+    names = rewrite.original_names if tree is not None else None
     try:
         verify(
             reference,
@@ -283,6 +295,7 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
             options.guard_module,
             reference_tree=tree,
             hypothetical=bool(rewrite.unsafe_edits),
+            reference_names=names,
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None

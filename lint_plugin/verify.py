@@ -53,6 +53,7 @@ def verify(
     *,
     reference_tree: ast.Module | None = None,
     hypothetical: bool = False,
+    reference_names: ModuleNames | None = None,
 ) -> None:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
@@ -60,7 +61,8 @@ def verify(
     ``reference_tree``: ``reference`` as already parsed (it is read, never
     changed). ``final`` is always parsed here: it is what is written.
     ``hypothetical``: ``reference`` is the original with stated replacements
-    spliced in, whose helper calls mean the helpers ``final`` imports."""
+    spliced in, whose helper calls mean the helpers ``final`` imports.
+    ``reference_names``: the facts of ``reference_tree``, already computed."""
     try:
         before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
@@ -68,7 +70,9 @@ def verify(
         raise NotEqual(str(exc)) from None
     names_after = ModuleNames(after, final, helpers_module)
     assume = _dropped_names(after, helpers_module) if hypothetical else None
-    names_before = ModuleNames(before, reference, helpers_module, assume)
+    names_before = reference_names
+    if names_before is None or names_before.tree is not before or assume:
+        names_before = ModuleNames(before, reference, helpers_module, assume)
     if ast.get_docstring(before, clean=False) != ast.get_docstring(after, clean=False):
         raise NotEqual("the module's docstring would change")
     before, old = _drop_helper_imports(before, helpers_module, guard_module)
