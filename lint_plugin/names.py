@@ -136,7 +136,7 @@ class ModuleNames:
         self._star: _Binding | None = None
         self._meanings: dict[str, Meaning] = {}
         self._inert: dict[int, bool] = {}
-        self._starts: list[tuple[int, int]] | None = None
+        self._starts: list[int] | None = None  # each top-level statement's row
         self._calls: dict[int, tuple[str | None, str | None]] | None = None
         self._attribute_stores: dict[str, int] = {}
         scan = text if text.isascii() else unicodedata.normalize("NFKC", text)
@@ -461,9 +461,19 @@ class ModuleNames:
     def walk(self, rows: list[int]) -> Iterator[tuple[ast.AST, Where]]:
         """Every node on ``rows`` (sorted), with where it is."""
         body = self.tree.body
-        for index, statement in enumerate(body):
-            if not _spans(rows, statement):
-                continue
+        if self._starts is None:
+            self._starts = [_first_row(s) for s in body]
+        indices: list[int] = []
+        for row in rows:  # the top-level statements holding the rows, in order
+            index = bisect.bisect_right(self._starts, row) - 1
+            if (
+                index >= 0
+                and row <= body[index].end_lineno
+                and (not indices or indices[-1] != index)
+            ):
+                indices.append(index)
+        for index in indices:
+            statement = body[index]
             pending = [(statement, Where(index, (), False))]
             while pending:
                 node, where = pending.pop()
@@ -578,14 +588,26 @@ def _target_names(target: ast.AST) -> Iterator[str]:
         yield from _target_names(target.value)
 
 
+def _first_row(node: ast.stmt) -> int:
+    first = node.lineno
+    for decorator in getattr(node, "decorator_list", ()):
+        first = min(first, decorator.lineno)
+    return first
+
+
 def _spans(rows: list[int], node: ast.AST) -> bool:
     first = getattr(node, "lineno", None)
     if first is None:
         return True  # no position (an operator, a context): cheap, harmless
-    for decorator in getattr(node, "decorator_list", ()):
-        first = min(first, decorator.lineno)
+    if type(node) in _DECORATED:
+        first = _first_row(node)
+    if len(rows) == 1:
+        return first <= rows[0] <= (node.end_lineno or first)
     index = bisect.bisect_left(rows, first)
     return index < len(rows) and rows[index] <= (node.end_lineno or first)
+
+
+_DECORATED = {ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef}
 
 
 def _children(node: ast.AST, where: Where) -> Iterator[tuple[ast.AST, Where]]:
