@@ -423,7 +423,8 @@ class ModuleNames:
             if isinstance(child, ast.Call):
                 if not self._import_rooted(child.func):
                     return False
-                calls = True
+                # The helpers call nothing back: their arguments are only read.
+                calls = calls or not self._helper_callee(child.func)
         if not calls:
             return True
         # A callable of another module may call back what it is handed.
@@ -431,6 +432,16 @@ class ModuleNames:
             isinstance(child, ast.Name) and self._own_code(child.id)
             for child in ast.walk(node)
         )
+
+    def _helper_callee(self, func: ast.AST) -> bool:
+        """Is ``func`` a helper by an import from the helpers module?"""
+        if isinstance(func, ast.Name):
+            bound = self._module_bindings().get(func.id, ())
+            return bool(bound) and all(b.helper in HELPERS for b in bound)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            bound = self._module_bindings().get(func.value.id, ())
+            return func.attr in HELPERS and bool(bound) and all(b.module for b in bound)
+        return False
 
     def _import_rooted(self, node: ast.AST) -> bool:
         while isinstance(node, ast.Attribute):
