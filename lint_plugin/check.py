@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lint_plugin.collection import paused
 from lint_plugin.files import read_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa import may_hold_own_directive, review
@@ -202,8 +201,7 @@ def _check_serially(
             result.errors.append(data)
             continue
         try:
-            with paused():
-                findings = check_bytes(data, path, selection, settings, cache)
+            findings = check_bytes(data, path, selection, settings, cache)
         except Exception as error:  # one file must not stop the run
             result.crashes.append(
                 FileError(path, f"internal error: {type(error).__name__}: {error}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from lint_plugin.atomic import write_atomic
-from lint_plugin.collection import paused
+from lint_plugin.collection import released
 from lint_plugin.diff import opcodes, unified_diff
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
@@ -68,10 +68,12 @@ def run_fix(
     allowed = None if roots is None else [os.path.realpath(r) for r in roots]
     for path in files:
         try:
-            with paused():
+            try:
                 outcome = fix_file(
                     path, options, write=not (diff or check), roots=allowed
                 )
+            finally:
+                released()  # the file's trees
         except RecursionError:
             outcome = FileError(path, "nested too deeply to rewrite, left unchanged")
         except Exception as error:  # one file must not stop the others

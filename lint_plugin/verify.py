@@ -21,6 +21,7 @@ import ast
 import copy
 import warnings
 
+from lint_plugin.collection import keep_out_of_sight, paused
 from lint_plugin.names import ModuleNames
 from lint_plugin.poly import HELPER_FORMULAS, Canonicalizer
 
@@ -34,9 +35,11 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
     (``what`` names the text when it is not the file itself)."""
     prefix = f"{what} does not parse: " if what else ""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), paused():
             warnings.simplefilter("ignore")
-            return ast.parse(text)
+            tree = ast.parse(text)
+        keep_out_of_sight()
+        return tree
     except SyntaxError as exc:
         raise SyntaxError(
             f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
