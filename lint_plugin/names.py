@@ -166,9 +166,18 @@ class ModuleNames:
             self._tables = found
         return self._tables
 
+    def mentions(self, name: str) -> bool:
+        """Does the text hold ``name`` (after NFKC) at all? If not, no scope
+        binds it and no code uses it: nothing to ask ``symtable``."""
+        return name in self._scan
+
     def binders(self, name: str) -> frozenset[Scope] | None:
         """The scopes below the module that bind ``name`` (None: unknown)."""
         if name not in self._binders:
+            if not self.mentions(name):
+                self._binders[name] = frozenset()
+                self._rebinders[name] = None
+                return self._binders[name]
             if self.table is None:
                 self._binders[name] = None
                 return None
@@ -196,6 +205,8 @@ class ModuleNames:
     def global_uses(self, name: str) -> bool:
         """Does any code read ``name`` as a module-level name, or bind it so
         from a function (``global``)?"""
+        if not self.mentions(name):
+            return False
         table = self.table
         if table is None:
             return True
@@ -301,10 +312,10 @@ class ModuleNames:
         if name in self.assume:
             bindings.insert(0, _Binding(-1, 0, True, self.assume[name]))
         why_not = None
-        table = self.table
-        if table is None:
+        table = self.table if self.mentions(name) else None
+        if table is None and self.mentions(name):
             why_not = "its scopes could not be read"
-        else:
+        elif table is not None:
             self.binders(name)
             why_not = self._rebinders.get(name)
             symbol = table.lookup(name) if name in table.get_identifiers() else None
