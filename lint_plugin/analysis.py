@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections import deque
 from collections.abc import Sequence
@@ -95,12 +96,32 @@ def _children(node: ast.AST):
             yield value
 
 
-def _annotation_of(node: ast.AST) -> ast.AST | None:
+def _text_kept(node: ast.AST, source: Source) -> list[ast.AST]:
+    """The children of ``node`` whose text a program keeps: an annotation, and
+    an f-string's ``{expr=}`` (its text is printed beside its value)."""
     if isinstance(node, (ast.arg, ast.AnnAssign)):
-        return node.annotation
+        return [node.annotation] if node.annotation else []
     if isinstance(node, _FUNCTIONS):
-        return node.returns
-    return None
+        return [node.returns] if node.returns else []
+    if isinstance(node, ast.JoinedStr):
+        kept = []
+        for before, value in itertools.pairwise(node.values):
+            if (
+                isinstance(value, ast.FormattedValue)
+                and isinstance(before, ast.Constant)
+                and isinstance(before.value, str)
+                and before.value.rstrip().endswith("=")
+                and _squeezed(before.value.rstrip()[:-1]).endswith(
+                    _squeezed(source.segment(value.value))
+                )
+            ):
+                kept.append(value)
+        return kept
+    return []
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
 
 
 # What may have an effect when evaluated (or change what is read after it).
@@ -166,7 +187,8 @@ class _Context:
     # these are its rows (sorted, the tree's numbering) whose expressions are
     # walked too. None elsewhere.
     whole: Sequence[int] | None = None
-    annotation: bool = False  # inside a parameter, return or variable annotation
+    # Inside an annotation or an f-string's `{expr=}`: its text is kept.
+    annotation: bool = False
 
 
 def analyze(
@@ -254,9 +276,9 @@ class _Walker:
         is_arith = AST.binop(node) is not None
         if is_arith and not parent_arith:
             self._check_arith(node, ctx)
-        annotation = _annotation_of(node)
+        kept = _text_kept(node, self.source)
         for child in _children(node):
-            if child is annotation and not ctx.annotation:
+            if kept and child in kept and not ctx.annotation:
                 inner = _Context(ctx.scope, ctx.function, ctx.cls, ctx.whole, True)
                 self.visit(child, inner, is_arith)
                 continue
@@ -455,8 +477,8 @@ class _Walker:
             args=call[call.index("(") + 1 : -1],
         )
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        # No fix in an annotation: its text is what a program keeps there (a
-        # string under `from __future__ import annotations`, and for tools).
+        # No fix where a program keeps the text: an annotation (a string under
+        # `from __future__ import annotations`, and for tools), `{expr=}`.
         fixable = match.fixable and order is not None and not in_annotation
         self._add(match.code, shown, message, fix if fixable else None)
 

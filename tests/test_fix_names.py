@@ -304,3 +304,13 @@ def test_a_formula_in_an_annotation_is_reported_not_fixed(source: str) -> None:
         (finding,) = check_source(text.encode(), "m.py", Settings(helpers_module=H))
         assert finding.code == "KVI001" and finding.fix is None
         assert rewrite_text(text, "m.py", OPTIONS).text == text
+
+
+def test_a_formula_printed_by_an_f_string_equals_is_kept() -> None:
+    """``f"{expr=}"`` prints the expression's text: that site has no fix, the
+    file's other sites are still fixed."""
+    source = function(f'return f"{{{FORMULA}=}}", f"{{{FORMULA}}}"')
+    found = check_source(source.encode(), "m.py", Settings(helpers_module=H))
+    assert [f.fix is None for f in found] == [True, False]
+    result = rewrite_text(source, "m.py", OPTIONS)
+    assert f'f"{{{FORMULA}=}}", f"{{{CALL}}}"' in result.text
