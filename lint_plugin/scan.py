@@ -226,6 +226,7 @@ class _Layout:
             indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
             self.blocks.append((row, indent, match.group(1), match.group(2)))
         self._block_rows = [block[0] for block in self.blocks]
+        self._parent_index: list[int] | None = None
         self._offsets: list[int] | None = None
         self._whole_rows: dict[int, bool] = {}
 
@@ -246,10 +247,16 @@ class _Layout:
         sits in a class body outside any def (the line scan finds its statement)."""
         threshold = _indent(self.lines[row])
         outermost_def = None
-        index = bisect.bisect_right(self._block_rows, row) - 1
-        for block_row, indent, kind, name in reversed(self.blocks[: index + 1]):
+        at = bisect.bisect_right(self._block_rows, row) - 1
+        blocks, parents = self.blocks, self._parents()
+        # Up the chain of enclosing blocks, never through their siblings: a
+        # walk back over every earlier block (and a copy of the list for it)
+        # made check quadratic in a file or class of many small functions.
+        while at >= 0:
+            block_row, indent, kind, name = blocks[at]
             if block_row != row:
                 if indent >= threshold:
+                    at = parents[at]
                     continue
                 threshold = indent
             if kind == "def":
@@ -260,7 +267,21 @@ class _Layout:
                 return None
             if indent == 0:
                 break
+            at = parents[at]
         return outermost_def
+
+    def _parents(self) -> list[int]:
+        """For each block, the nearest block before it indented less (-1)."""
+        if self._parent_index is None:
+            parents: list[int] = []
+            open_blocks: list[int] = []
+            for at, (_, indent, _, _) in enumerate(self.blocks):
+                while open_blocks and self.blocks[open_blocks[-1]][1] >= indent:
+                    open_blocks.pop()
+                parents.append(open_blocks[-1] if open_blocks else -1)
+                open_blocks.append(at)
+            self._parent_index = parents
+        return self._parent_index
 
     def read_whole(self, row: int, name: str) -> bool:
         """Is the class at ``row`` read whole (``facts.read_whole``)?"""
