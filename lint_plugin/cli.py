@@ -409,6 +409,7 @@ def _add_noqa(result: CheckResult) -> int:
     from lint_plugin.atomic import write_atomic
     from lint_plugin.findings import SYNTAX_ERROR_CODE
     from lint_plugin.noqa import add_noqa
+    from lint_plugin.prefilter import decoded
 
     added = 0
     for report in result.reports:
@@ -418,7 +419,9 @@ def _add_noqa(result: CheckResult) -> int:
                 rows.setdefault(finding.row, set()).add(finding.code)
         if not rows:
             continue
-        edit = add_noqa(report.data.decode("utf-8"), rows)
+        # In the file's own encoding (PEP 263), as it was read.
+        text, encoding, bom = decoded(report.data)
+        edit = add_noqa(text, rows)
         for row in edit.skipped:
             _warning(
                 f"{report.path}:{row}: no room for a noqa comment "
@@ -426,7 +429,8 @@ def _add_noqa(result: CheckResult) -> int:
             )
         if edit.added:
             try:
-                write_atomic(report.path, edit.source.encode("utf-8"))
+                prefix = b"\xef\xbb\xbf" if bom else b""
+                write_atomic(report.path, prefix + edit.source.encode(encoding))
             except OSError as error:  # read-only, someone else's: one line, go on
                 print(f"{report.path}: error: cannot write: {error}", file=sys.stderr)
                 continue

@@ -194,13 +194,17 @@ def start_child(batch: list[dict]) -> subprocess.Popen:
     return child
 
 
-_VARIABLE = re.compile(r"`[^`]*`|\b\d+(?::\d+)?\b|\w+\(\)|'[^']*'")
+_VARIABLE = re.compile(r"\b\d+(?::\d+)?\b|\w+\(\)|'[^']*'|\(line _\)")
+_SUBJECT = re.compile(r"`(?:draft_kv_indices_\w+|_draft_kv_indices_\w+|spec_utils)`")
 
 
 def reason(message: str) -> str:
-    """A refusal's reason without its positions and names."""
+    """A refusal's reason without its positions and the names it is about."""
     message = message.removeprefix("left unchanged: ").removeprefix("rewrite refused: ")
-    return _VARIABLE.sub("_", message)[:90]
+    message = _SUBJECT.sub("`name`", message)
+    message = _VARIABLE.sub("_", message)
+    message = re.sub(r"^_: KVI00\d: ", "", message).replace(" (_)", "")
+    return message[:140]
 
 
 # ---- what a written file must also be ---------------------------------------------------

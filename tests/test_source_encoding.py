@@ -96,3 +96,17 @@ def test_a_file_python_refuses_is_e999_and_left_unchanged(
     assert f"{path}: error: cannot parse, left unchanged: SyntaxError: " in err
     assert reason in err
     assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize(("text", "encoding", "bom"), READ.values(), ids=READ.keys())
+def test_add_noqa_writes_back_in_the_files_encoding(
+    tmp_path: Path, text: str, encoding: str, bom: bytes, capsys
+) -> None:
+    path = tmp_path / "m.py"
+    path.write_bytes(bom + text.encode(encoding))
+    assert main(["check", "--no-config", "--add-noqa", str(path)]) == 0
+    written = path.read_bytes()
+    assert written.startswith(bom) and cpython_reads(written)
+    decoded = written[len(bom) :].decode(encoding)
+    assert "# noqa: KVI001" in decoded and "caf\u00e9" in decoded
+    assert main(["check", "--no-config", str(path)]) == 0
