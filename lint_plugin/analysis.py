@@ -30,6 +30,7 @@ from lint_plugin.facts import (
     FunctionFacts,
     HelperBinding,
     HelperCall,
+    ImportedName,
     Launch,
     ModuleFacts,
     position,
@@ -382,6 +383,12 @@ class _Walker:
             )
         for alias in node.names:
             bound = alias.asname or alias.name.split(".")[0]
+            if isinstance(node, ast.ImportFrom) and (
+                alias.name in HELPER_SLOTS or alias.name == GUARD
+            ):
+                self.facts.imports.append(
+                    ImportedName(alias.name, alias, node, trusted)
+                )
             if trusted and alias.name in HELPER_SLOTS:
                 self.facts.helper_names[bound] = alias.name
                 if bound == alias.name or bound not in HELPER_SLOTS:

@@ -33,7 +33,7 @@ from lint_plugin.settings import Settings
 FOLDER_NAME = ".draft_kv_lint_cache"
 NO_CACHE_VARIABLE = "DRAFT_KV_LINT_NO_CACHE"
 CACHE_DIR_VARIABLE = "DRAFT_KV_LINT_CACHE_DIR"
-_MAGIC = "draft-kv-lint cache 2"
+_MAGIC = "draft-kv-lint cache 3"
 _BUILD_MARKER = ".draft-kv-lint-build"
 _MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a file's findings; far more than any needs
 _BUILD_NAME = re.compile(r"[0-9a-f]{40}")
@@ -103,7 +103,8 @@ class Cache:
         return hasher.hexdigest()
 
     def get(self, key: str, path: str) -> list[Finding] | None:
-        """The findings stored under ``key`` (reported for ``path``), or None."""
+        """The findings stored under ``key`` (reported for ``path``), or None
+        (also when a file the answer depends on has changed since)."""
         from lint_plugin.files import read_regular_file
 
         # As careful as reading a source: a FIFO or a link to /dev/zero put in
@@ -112,14 +113,30 @@ class Cache:
         if not isinstance(data, bytes):
             return None
         try:
-            return _decode(data, key, path)
+            decoded = _decode_entry(data, key, path)
         except Exception:  # any damage is a miss, never a crash
             return None
+        if decoded is None:
+            return None
+        findings, depends = decoded
+        if depends:
+            from lint_plugin.package_tree import still_valid
 
-    def put(self, key: str, findings: list[Finding]) -> None:
+            if not still_valid(depends):
+                return None
+        return findings
+
+    def put(
+        self,
+        key: str,
+        findings: list[Finding],
+        depends: list[tuple[str, str]] = (),
+    ) -> None:
+        """Store ``findings`` under ``key``; ``depends``: the other files the
+        answer was read from and their states (:mod:`lint_plugin.package_tree`)."""
         if not self._prepare():
             return
-        data = _encode(key, findings)
+        data = _encode(key, findings, depends)
         final = os.path.join(self.folder, key)
         partial = f"{final}.{os.getpid()}.tmp"
         try:
@@ -251,13 +268,16 @@ def cache_folder(option: str | None, project_root: str) -> str:
 #   F <row> <column> <end row> <end column> <code> <message>
 #   X <applicability> <message>                      (the finding's fix, if any)
 #   E <content> <row> <column> <end row> <end column>   (each of its edits)
+#   D <path> <state>        (another file the answer depends on, KVI007's module)
 #
 # Fields are separated by tabs; text is escaped with ``unicode_escape`` (which
 # escapes tabs, line breaks and backslashes), so every record is one line.
 
 
-def _encode(key: str, findings: list[Finding]) -> bytes:
-    lines = []
+def _encode(
+    key: str, findings: list[Finding], depends: list[tuple[str, str]] = ()
+) -> bytes:
+    lines = [_line("D", path, state) for path, state in dict.fromkeys(depends)]
     for f in findings:
         lines.append(
             _line("F", f.row, f.column, f.end_row, f.end_column, f.code, f.message)
@@ -285,8 +305,17 @@ def _line(kind: str, *fields: object) -> str:
 
 
 def _decode(data: bytes, key: str, path: str) -> list[Finding] | None:
-    """The findings of an entry, or None unless it is whole and for ``key``.
-    Anything but the exact format raises (the caller counts that as a miss)."""
+    """The findings of an entry (see :func:`_decode_entry`)."""
+    decoded = _decode_entry(data, key, path)
+    return None if decoded is None else decoded[0]
+
+
+def _decode_entry(
+    data: bytes, key: str, path: str
+) -> tuple[list[Finding], list[tuple[str, str]]] | None:
+    """The findings of an entry and the files it depends on, or None unless it is
+    whole and for ``key``. Anything but the exact format raises (the caller
+    counts that as a miss)."""
     header, _, body = data.partition(b"\n")
     magic_key, _, stored_digest = header.decode("ascii").rpartition(" ")
     if magic_key != f"{_MAGIC} {key}":
@@ -296,10 +325,14 @@ def _decode(data: bytes, key: str, path: str) -> list[Finding] | None:
     if digest.hexdigest() != stored_digest:
         return None  # damaged: not one field of it is believed
     findings: list[Finding] = []
+    depends: list[tuple[str, str]] = []
     pending: list = []  # the finding being read: its fields, fix and edits
     for line in body.decode("ascii").split("\n")[:-1]:
         kind, *fields = line.split("\t")
-        if kind == "F":
+        if kind == "D" and not findings and not pending:
+            dependency, state = fields
+            depends.append((_text(dependency), _text(state)))
+        elif kind == "F":
             _finish(pending, findings, path)
             row, column, end_row, end_column, code, message = fields
             pending = [
@@ -322,7 +355,7 @@ def _decode(data: bytes, key: str, path: str) -> list[Finding] | None:
         else:
             raise ValueError(f"unexpected record {kind!r}")
     _finish(pending, findings, path)
-    return findings
+    return findings, depends
 
 
 def _finish(pending: list, findings: list[Finding], path: str) -> None:

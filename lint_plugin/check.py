@@ -102,10 +102,13 @@ def _engine_findings(
     # Looked up on the module at call time: the engine is imported only when a file
     # is actually checked, and tests can substitute ``scan.check_source``.
     from lint_plugin import scan
+    from lint_plugin.package_tree import recording
 
-    findings = scan.check_source(data, path, settings)
+    # KVI007 reads the modules a file imports from: the entry depends on them.
+    with recording() as depends:
+        findings = scan.check_source(data, path, settings)
     if key is not None:
-        cache.put(key, findings)
+        cache.put(key, findings, depends)
     return findings
 
 

@@ -9,17 +9,20 @@ Exit status, as ruff documents it for ``ruff check``:
   ``path: error: reason`` in every format, so JSON/SARIF on stdout stay parseable.
   A gate that passes when it could not read a file would be no gate;
   ``--exit-zero`` turns this into 0 as well, like ruff's;
-* 2: a usage error (bad option, unknown rule selector or code, bad configuration) or
-  an internal error, reported as one ``draft-kv-lint: error: ...`` line, never a
-  traceback. An engine failure on one file is reported for that file, the other
-  files are still checked, and the status is 2.
+* 2: a usage error (bad option, unknown rule selector or code on the command line),
+  reported by the subcommand's parser: its usage, then one ``draft-kv-lint check:
+  error: ...`` line; or a configuration or internal error, one ``draft-kv-lint:
+  error: ...`` line (a configuration is no command line to show the usage of);
+  never a traceback. An engine failure on one file is reported for that file, the
+  other files are still checked, and the status is 2.
 
 Text output ends with ruff's summary on stdout: ``All checks passed!`` on a clean
 run, else ``Found N errors.`` (unreadable files included) and ``[*] M fixable with
 `draft-kv-lint fix`.`` (``--quiet``: findings only). ``--add-noqa`` prints ``Added N
 noqa directives.`` on stderr, as ruff does. ``check --fix``/``--diff`` run ``fix``;
-``check -`` reads standard input (``--stdin-filename`` names it). A usage error is
-reported by the subcommand's own parser, with its usage.
+``check -`` reads standard input (``--stdin-filename`` names it). Every usage error
+is reported by the subcommand's own parser, with its usage, whether argparse or a
+later check of the arguments found it.
 
 Every file gets the configuration nearest to it (``config.ConfigResolver``) with
 the command line on top; see ``load_plan``.
@@ -54,8 +57,13 @@ if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
 PROG = "draft-kv-lint"
 
 
-class UsageError(Exception):
-    """A mistake of the user's: one line on stderr, exit status 2, no traceback."""
+class RunError(Exception):
+    """A run that cannot start (a bad configuration, an output file that cannot be
+    written): one line on stderr, exit status 2, no traceback."""
+
+
+class UsageError(RunError):
+    """A mistake on the command line: the subcommand's usage, then one line."""
 
 
 def _error(message: str) -> None:
@@ -89,7 +97,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--guard-module",
         metavar="MODULE",
         help="where KVI006's inserted assert_buffer_fits is imported from "
-        "(default: sglang.srt.layers.attention.utils); config key guard-module",
+        "(default: where the tree defines it, else sglang.srt.layers.attention.utils);"
+        " config key guard-module",
     )
     group = parser.add_argument_group("rule selection (codes or prefixes: KVI, KVI00)")
     for flag, help_text in (
@@ -179,12 +188,26 @@ def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
     return pairs
 
 
+COMMAND_LINE = "command line"  # selection.Layer's default origin
+CLI_PER_FILE = "--per-file-ignores"
+
+
+def _config_error(error: Exception) -> RunError:
+    """A selector typed on the command line is a usage error; anything read from a
+    configuration file (or the file itself) is not."""
+    origin = getattr(error, "origin", None)
+    if origin in (COMMAND_LINE, CLI_PER_FILE):
+        return UsageError(str(error))
+    return RunError(str(error))
+
+
 def _origin(config: Config) -> str:
     return f"{config.path}: [tool.draft-kv-lint]" if config.path else "configuration"
 
 
 def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
-    """Configuration, selection and files for ``args``; raises UsageError.
+    """Configuration, selection and files for ``args``; raises RunError (a
+    UsageError for a mistake on the command line).
 
     Every file gets the configuration nearest to it (or ``--config``), and the
     command line on top; every configuration a file uses is validated before any
@@ -208,9 +231,11 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
         elif args.config:
             fixed = load_config(args.config)
     except ConfigError as error:
-        raise UsageError(str(error)) from None
+        raise _config_error(error) from None
     resolver = ConfigResolver(fixed)
-    command_line = Layer(args.select, args.extend_select or (), args.ignore or ())
+    command_line = Layer(
+        args.select, args.extend_select or (), args.ignore or (), COMMAND_LINE
+    )
     cli_per_file = (
         None
         if args.per_file_ignores is None
@@ -224,7 +249,7 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
             command_line,
         ]
         if cli_per_file is not None:  # the command line beats the configuration
-            per_file, origin = cli_per_file, "--per-file-ignores"
+            per_file, origin = cli_per_file, CLI_PER_FILE
         else:
             per_file = config.per_file_ignores
             origin = f"{_origin(config)} per-file-ignores"
@@ -257,9 +282,14 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     selection = PerFileSelection(selection_for, lambda p: resolver.for_path(p).path)
     try:
         # A typo on the command line fails even with no file to check.
-        build_selection([command_line], cli_per_file or (), os.path.abspath("."))
+        build_selection(
+            [command_line],
+            cli_per_file or (),
+            os.path.abspath("."),
+            per_file_origin=CLI_PER_FILE,
+        )
     except SelectorError as error:
-        raise UsageError(str(error)) from None
+        raise _config_error(error) from None
     try:
         run_config = resolver.for_path(".")
     except ConfigError:
@@ -285,12 +315,17 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     return Plan(files, errors, selection, run_config, resolver, filter_for, unusable)
 
 
-def show_settings(plan: Plan, path: str) -> int:
-    """``--show-settings FILE``: what applies to FILE, one ``key = value`` a line."""
+def show_settings(args: argparse.Namespace, plan: Plan, path: str) -> int:
+    """``--show-settings FILE``: what applies to FILE, one ``key = value`` a line:
+    every key of the table (selection resolved into codes) and the cache folder.
+    ``tests/test_config_per_file.py`` holds every configuration key to a line."""
     config = plan.resolver.for_path(path)
     path_filter = plan.filter_for(path)
     selection = plan.selection.for_path(path)
     codes = selection.codes_for(path)
+    settings = _settings(args, plan)
+    cache = _cache(args, plan, settings)
+    per_file = {glob: sorted(codes) for glob, codes in selection.per_file_ignores}
     lines = [
         f"Resolved settings for: {os.path.abspath(path)}",
         f"Settings path: {config.path and os.path.abspath(config.path)}",
@@ -304,6 +339,11 @@ def show_settings(plan: Plan, path: str) -> int:
         f"force-exclude = {path_filter.force_exclude}",
         f"respect-gitignore = {path_filter.respect_gitignore}",
         f"output-format = {plan.config.output_format or 'text'}",
+        f"per-file-ignores = {per_file}",
+        # Engine settings are run-wide: the current folder's configuration's.
+        f"helpers-module = {settings.helpers_module}",
+        f"guard-module = {settings.guard_module}",
+        f"cache-dir = {cache.root if cache is not None else None}",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
@@ -477,7 +517,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=settings.helpers_module,
-        guard_module=settings.guard_module,
+        guard_module=_configured_guard_module(args, plan),
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, name),
     )
@@ -509,23 +549,23 @@ def run_check(args: argparse.Namespace) -> int:
 
     stdin = args.paths == ["-"]
     if "-" in args.paths and not stdin:
-        raise UsageError("check: `-` (standard input) must be the only PATH")
+        raise UsageError("`-` (standard input) must be the only PATH")
     if args.stdin_filename and not stdin:
-        raise UsageError("check: --stdin-filename needs the PATH `-`")
+        raise UsageError("--stdin-filename needs the PATH `-`")
     if args.fix or args.diff:
         if stdin:
             args.paths = [args.stdin_filename or "."]
             return _fix_stdin(args, load_plan(args, discover_files=False))
         if args.add_noqa:
-            raise UsageError("check: --add-noqa cannot be combined with --fix/--diff")
+            raise UsageError("--add-noqa cannot be combined with --fix/--diff")
         args.check = False
         return run_fix_command(args)
     if args.show_settings:
         args.paths = [args.show_settings]
-        return show_settings(load_plan(args), args.show_settings)
+        return show_settings(args, load_plan(args), args.show_settings)
     if stdin:
         if args.add_noqa:
-            raise UsageError("check: --add-noqa cannot write to standard input")
+            raise UsageError("--add-noqa cannot write to standard input")
         args.paths = [args.stdin_filename or "."]
         plan = load_plan(args, discover_files=False)
         result = _check_stdin(args, plan)
@@ -582,7 +622,7 @@ def run_check(args: argparse.Namespace) -> int:
             with open(args.output_file, "w", encoding="utf-8") as handle:
                 handle.write(report)
         except OSError as error:
-            raise UsageError(
+            raise RunError(
                 f"--output-file {args.output_file}: {error.strerror or error}"
             ) from None
     else:
@@ -624,6 +664,12 @@ def _settings(args: argparse.Namespace, plan: Plan):
     )
 
 
+def _configured_guard_module(args: argparse.Namespace, plan: Plan) -> str | None:
+    """``--guard-module`` or the configuration's; None: ``fix`` reads it from the
+    tree (see :mod:`lint_plugin.guard_home`)."""
+    return getattr(args, "guard_module", None) or plan.config.guard_module
+
+
 # --- clean ------------------------------------------------------------------------
 
 
@@ -649,7 +695,7 @@ def run_clean(args: argparse.Namespace) -> int:
     try:
         root = ConfigResolver().for_path(".").root
     except ConfigError as error:
-        raise UsageError(str(error)) from None
+        raise RunError(str(error)) from None
     folder = cache_folder(args.cache_dir, root)
     try:
         said = clean(folder)
@@ -676,14 +722,20 @@ def run_rule(args: argparse.Namespace) -> int:
     from lint_plugin.rules import RULES
 
     if args.all == (args.code is not None):
-        raise UsageError("rule: give one rule CODE or --all")
+        raise UsageError("give one rule CODE or --all")
     if args.all:
         sys.stdout.write("\n".join(RULES[code].render() for code in sorted(RULES)))
         return 0
-    code = args.code.strip().upper()
+    code = args.code.strip()
     if code not in RULES:
+        # Codes are case-sensitive everywhere (selection, noqa), as ruff's are.
+        hint = (
+            f"; codes are upper case: did you mean {code.upper()!r}?"
+            if code.upper() in RULES
+            else ""
+        )
         raise UsageError(
-            f"unknown rule code {args.code!r} (known: {', '.join(sorted(RULES))})"
+            f"unknown rule code {args.code!r} (known: {', '.join(sorted(RULES))}){hint}"
         )
     sys.stdout.write(RULES[code].render())
     return 0
@@ -734,7 +786,7 @@ def run_fix_command(args: argparse.Namespace) -> int:
     options = Options(
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=settings.helpers_module,
-        guard_module=settings.guard_module,
+        guard_module=_configured_guard_module(args, plan),
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, f.path),
     )
@@ -816,6 +868,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except UsageError as error:
+        # The subcommand's parser prints its usage and `PROG COMMAND: error: ...`.
+        try:
+            _SUBPARSERS.get(args.command, parser).error(str(error))
+        except SystemExit as exit_:
+            return exit_.code if isinstance(exit_.code, int) else 2
+        return 2  # pragma: no cover - error() always exits
+    except RunError as error:
         _error(str(error))
         return 2
     except KeyboardInterrupt:

@@ -69,8 +69,27 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
         for finding in result.applied:
             if finding.fix.applicability == "unsafe":
                 self.warn(f"{finding.row}:{finding.column}: {finding.fix.message}")
+        for warning in _undefined_imports(path, text, result, self.options):
+            self.warn(warning)
         if not result.changed:
             return tree
         from lint_plugin.fix import restore_line_endings
 
         return cst.parse_module(restore_line_endings(original, text, result.text))
+
+
+def _undefined_imports(path: str, text: str, result, options: Options) -> list[str]:
+    """One file at a time, libcst.tool cannot add a definition to another module:
+    say which names the module this file imports from lacks (``draft-kv-lint
+    fix`` adds them)."""
+    from lint_plugin.helper_homes import Needs, needs_of, reported_names
+
+    needs = Needs()
+    reported = reported_names(text, result.elsewhere)
+    introduced = result.imported if result.changed else frozenset()
+    needs_of(path, result.text, introduced, reported, options.settings, needs)
+    return [
+        f"{need.home.shown} does not define {need.name}: "
+        "`draft-kv-lint fix` adds it there"
+        for need in needs.found
+    ]

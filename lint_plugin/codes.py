@@ -7,6 +7,6 @@ catalogue checks at import that these lists are its own.
 
 from __future__ import annotations
 
-CODES = ("KVI001", "KVI002", "KVI003", "KVI004", "KVI005", "KVI006", "KVI100")
+CODES = ("KVI001", "KVI002", "KVI003", "KVI004", "KVI005", "KVI006", "KVI007", "KVI100")
 # Chosen only by their exact code (ruff's preview rules): see each rule's docs.
 OPT_IN = frozenset({"KVI006"})

@@ -162,6 +162,16 @@ class HelperBinding:
     kind: str  # "function", "class", "assignment", "import"
 
 
+@record(eq=False)
+class ImportedName:
+    """``from <module> import <name>`` of a helper or of the guard (KVI007)."""
+
+    name: str
+    alias: ast.alias
+    statement: ast.ImportFrom
+    trusted: bool  # from a module the helpers are trusted from
+
+
 def helper_names() -> dict[str, str]:
     """The helpers' own names, before any import gives them others."""
     from lint_plugin.formulas import HELPER_SLOTS
@@ -205,6 +215,8 @@ class ModuleFacts:
     helper_names: dict[str, str] = field(default_factory=helper_names)
     helper_calls: list[HelperCall] = field(default_factory=list)
     helper_bindings: list[HelperBinding] = field(default_factory=list)
+    # Imports of a helper or of the guard, whatever module they name.
+    imports: list[ImportedName] = field(default_factory=list)
 
 
 # ---- seeing through names ---------------------------------------------------

@@ -51,4 +51,7 @@ class FileError:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.path}: error: {self.reason}"
+        # One line whatever the path or the reason holds (a newline, an escape).
+        from lint_plugin.printable import printable
+
+        return printable(f"{self.path}: error: {self.reason}")

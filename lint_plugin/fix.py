@@ -4,12 +4,15 @@
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
 regular file, too large, not readable as Python source, does not parse, rewrite
-refused by the gate,
-not writable, a link leading outside the named paths); 2 usage or internal error
+refused by the gate, not writable, a link leading outside the named paths, a
+module of the tree that could not be given the definitions its importers need);
+2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
 The gate: the bytes about to be written are decoded, parsed and proved equal to the
 original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
+Definitions added to a module of the tree have a gate of their own
+(:mod:`lint_plugin.helper_homes`).
 
 A file's bytes are kept as they were outside the rewritten statements: its
 encoding (read as Python reads it, PEP 263: a coding cookie, a BOM, and written
@@ -35,7 +38,14 @@ from lint_plugin.diff import opcodes, unified_diff
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
 from lint_plugin.prefilter import SourceError, decoded
-from lint_plugin.rewrite import Options, RewriteRefused, check_written, rewrite_text
+from lint_plugin.printable import printable
+from lint_plugin.rewrite import (
+    Options,
+    Rewrite,
+    RewriteRefused,
+    check_written,
+    rewrite_text,
+)
 
 
 @dataclass
@@ -45,6 +55,20 @@ class FixReport:
     unsafe: int = 0
     failed: int = 0
     crashed: int = 0
+    definitions: int = 0  # added to modules of the tree (helper_homes)
+    homes: int = 0
+
+
+@dataclass
+class _Fixed:
+    """One file's rewrite, before anything is written."""
+
+    before: str  # the text as read (its own line endings)
+    after: str  # what is to be written (the same endings), past the gate
+    rewrite: Rewrite
+    bom: bool
+    encoded: bytes
+    encoding: str = "utf-8"  # the file's own (PEP 263), written back in it
 
 
 def run_fix(
@@ -58,7 +82,13 @@ def run_fix(
     roots: Sequence[str] | None = None,
 ) -> int:
     """Fix ``files``; ``roots`` are the paths the user named (a file reached through
-    a symbolic link leading outside all of them is not written)."""
+    a symbolic link leading outside all of them is not written).
+
+    Every file's rewrite is made first, then the modules of the tree the
+    rewritten files import a helper (or the guard) from are given the
+    definitions they lack (:mod:`lint_plugin.helper_homes`); only then is
+    anything written, those modules first, and a file whose imports would be
+    left undefined (its module could not be given them) is left unchanged."""
     out = out or sys.stdout
     err = err or sys.stderr
     report = FixReport()
@@ -66,12 +96,11 @@ def run_fix(
     # what still does becomes a one-line refusal for that file.
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
     allowed = None if roots is None else [os.path.realpath(r) for r in roots]
+    fixed: list[tuple[str, _Fixed]] = []
     for path in files:
         try:
             try:
-                outcome = fix_file(
-                    path, options, write=not (diff or check), roots=allowed
-                )
+                outcome = _fix_one(path, options)
             finally:
                 released()  # the file's trees
         except RecursionError:
@@ -84,36 +113,114 @@ def run_fix(
             print(outcome, file=err)
             report.failed += 1
             continue
-        before, after, rewrite = outcome
-        if not rewrite.changed:
+        if outcome.rewrite.changed or outcome.rewrite.elsewhere:
+            fixed.append((path, outcome))
+
+    from lint_plugin.helper_homes import blocked_by, plan_homes
+
+    homes, blocked, notes = plan_homes(fixed, options)
+    ready = [c for c in homes if not c.error]
+    if not (diff or check):
+        for change in ready:
+            why = _outside(change.home.path, [os.path.realpath(change.home.root)])
+            if why is None:
+                why = _write(change.home.path, change.encoded)
+            if why is not None:
+                change.error = why
+                blocked.update(blocked_by(change))
+    for change in homes:
+        if change.error:
+            print(FileError(change.home.shown, change.error), file=err)
+            report.failed += 1
+    for path, reason in blocked.items():
+        print(FileError(path, reason), file=err)
+        report.failed += 1
+    by_home = {os.path.abspath(c.home.path): c for c in ready}
+    for path, outcome in fixed:
+        rewrite = outcome.rewrite
+        if not rewrite.changed or path in blocked:
             continue
+        home = by_home.get(os.path.abspath(path))
+        if home is not None and home.error:
+            continue  # its write failed, reported above
+        if not (diff or check) and home is None:
+            why = _outside(path, allowed) or _write(path, outcome.encoded)
+            if why is not None:
+                print(FileError(path, why), file=err)
+                report.failed += 1
+                continue
         report.changed_files += 1
         report.fixed += len(rewrite.applied)
+        # --diff and --check write nothing: they say what would happen.
+        done = "would apply" if diff or check else "applied"
         for finding in rewrite.applied:
             if finding.fix.applicability == "unsafe":
                 report.unsafe += 1
                 print(
-                    f"{path}:{finding.row}:{finding.column}: {finding.code} "
-                    f"unsafe fix applied: {finding.fix.message}",
+                    printable(
+                        f"{path}:{finding.row}:{finding.column}: {finding.code} "
+                        f"unsafe fix {done}: {finding.fix.message}"
+                    ),
                     file=err,
                 )
+        after = home.after if home is not None else outcome.after
         if diff:
-            out.writelines(
-                unified_diff(
-                    before.splitlines(keepends=True),
-                    after.splitlines(keepends=True),
-                    fromfile=_diff_name("a", path),
-                    tofile=_diff_name("b", path),
-                )
-            )
+            _write_diff(out, path, outcome.before, after)
         elif check:
-            print(f"Would fix {len(rewrite.applied)} site(s) in {path}", file=err)
+            print(
+                printable(f"Would fix {len(rewrite.applied)} site(s) in {path}"),
+                file=err,
+            )
+    shown_paths = {os.path.abspath(p) for p, o in fixed if o.rewrite.changed}
+    for change in ready:
+        if change.error:
+            continue
+        report.homes += 1
+        report.definitions += len(change.names)
+        names = ", ".join(change.names)
+        if diff and os.path.abspath(change.home.path) not in shown_paths:
+            _write_diff(out, change.home.shown, change.before, change.after)
+        verb = "Would add" if diff or check else "Added"
+        print(
+            printable(
+                f"{verb} {names} to {change.home.shown} (imported there by "
+                f"{len(change.importers)} file(s))"
+            ),
+            file=err,
+        )
+    for note in notes:
+        print(printable(note), file=err)
     _summarise(report, diff or check, err)
     if report.crashed:
         return 2
     if report.failed:
         return 1
-    return 1 if (diff or check) and report.changed_files else 0
+    changed = report.changed_files or report.homes
+    return 1 if (diff or check) and changed else 0
+
+
+def _write_diff(out: TextIO, path: str, before: str, after: str) -> None:
+    out.writelines(
+        unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=_diff_name("a", path),
+            tofile=_diff_name("b", path),
+        )
+    )
+
+
+def read_for_fix(path: str) -> tuple[bool, str, str] | str:
+    """``(has a BOM, text as decoded, its encoding)`` of a file ``fix`` may
+    rewrite, read as Python reads it (PEP 263), or why it cannot be read."""
+    data = read_regular_file(path)
+    if isinstance(data, FileError):
+        return data.reason
+    try:
+        text, encoding, bom = decoded(data)
+    except SourceError as exc:
+        return f"cannot parse, left unchanged: {exc}"
+    return bom, text, encoding
 
 
 def fix_file(
@@ -126,15 +233,32 @@ def fix_file(
     """``(before, after, rewrite)`` for one file, or a FileError saying why not.
 
     ``after`` is exactly what is (or would be) written, and it has passed the gate
-    (:func:`lint_plugin.rewrite.check_written`) on those very bytes.
+    (:func:`lint_plugin.rewrite.check_written`) on those very bytes. One file
+    alone: the definitions its imports may need elsewhere are ``run_fix``'s.
     """
-    data = read_regular_file(path)
-    if isinstance(data, FileError):
-        return FileError(path, data.reason)
+    outcome = _fix_one(path, options)
+    if isinstance(outcome, FileError):
+        return outcome
+    if write and outcome.rewrite.changed:
+        why = _outside(path, roots) or _write(path, outcome.encoded)
+        if why is not None:
+            return FileError(path, why)
+    return outcome.before, outcome.after, outcome.rewrite
+
+
+def _write(path: str, encoded: bytes) -> str | None:
     try:
-        raw, encoding, bom = decoded(data)
-    except SourceError as exc:
-        return FileError(path, f"cannot parse, left unchanged: {exc}")
+        write_atomic(path, encoded)
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
+    return None
+
+
+def _fix_one(path: str, options: Options) -> _Fixed | FileError:
+    read = read_for_fix(path)
+    if isinstance(read, str):
+        return FileError(path, read)
+    bom, raw, encoding = read
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
@@ -145,7 +269,8 @@ def fix_file(
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
     if not rewrite.changed:
-        return raw, raw, rewrite
+        rewrite.parsed_original = rewrite.original_names = None
+        return _Fixed(raw, raw, rewrite, bom, b"", encoding)
     after = restore_line_endings(raw, text, rewrite.text)
     try:
         encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode(encoding)
@@ -159,15 +284,9 @@ def fix_file(
         check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
-    if write:
-        outside = _outside(path, roots)
-        if outside:
-            return FileError(path, outside)
-        try:
-            write_atomic(path, encoded)
-        except OSError as exc:
-            return FileError(path, f"cannot write: {exc.strerror or exc}")
-    return raw, after, rewrite
+    # Kept until every file is planned: the trees are the gate's, not needed now.
+    rewrite.parsed_original = rewrite.original_names = None
+    return _Fixed(raw, after, rewrite, bom, encoded, encoding)
 
 
 def _outside(path: str, roots: Sequence[str] | None) -> str | None:
@@ -222,18 +341,44 @@ _ENDING = re.compile(r"\r\n|\r|\n")
 
 
 def _diff_name(side: str, path: str) -> str:
-    return path if os.path.isabs(path) else f"{side}/{path}"
+    name = path if os.path.isabs(path) else f"{side}/{path}"
+    return name if name.isprintable() else _quoted(name)
+
+
+def _quoted(name: str) -> str:
+    """git's quoting of a name in a diff header (``quote_c_style``): in double
+    quotes, C escapes for the usual controls, octal for every other byte that is
+    not printable ASCII; ``git apply`` and ``patch`` read the name back."""
+    named = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f"}
+    named |= {"\r": "r", '"': '"', "\\": "\\"}
+    out = []
+    for byte in os.fsencode(name):
+        char = chr(byte)
+        if char in named:
+            out.append("\\" + named[char])
+        elif 0x20 <= byte < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def _summarise(report: FixReport, dry_run: bool, err: TextIO) -> None:
-    if not (report.fixed or report.failed):
+    if not (report.fixed or report.failed or report.definitions):
         print("Nothing to fix.", file=err)
         return
     verb = "Would fix" if dry_run else "Fixed"
     unsafe = f" ({report.unsafe} unsafe)" if report.unsafe else ""
-    print(
-        f"{verb} {report.fixed} site(s){unsafe} in {report.changed_files} file(s).",
-        file=err,
-    )
+    if report.fixed or report.failed:
+        print(
+            f"{verb} {report.fixed} site(s){unsafe} in {report.changed_files} file(s).",
+            file=err,
+        )
+    if report.definitions:
+        print(
+            f"{'Would add' if dry_run else 'Added'} {report.definitions} "
+            f"definition(s) to {report.homes} file(s).",
+            file=err,
+        )
     if report.failed:
         print(f"{report.failed} file(s) could not be fixed.", file=err)

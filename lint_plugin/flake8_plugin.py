@@ -52,7 +52,7 @@ class KviChecker:
         # As in `check`, an opt-in rule runs only when its own code is selected
         # (`--select KVI` alone must not turn it on; flake8 would let it through).
         chosen = {
-            code.strip().upper()
+            code.strip()  # case-sensitive, as flake8 matches codes
             for option in (options.select, options.extend_select)
             for code in (option or ())
         }

@@ -42,7 +42,7 @@ def format_ranges(text: str, ranges: list[tuple[int, int]], path: Path) -> str:
     merged = _merged(ranges)
     if not merged:
         return text
-    unit = _indent_unit(text)
+    unit = indent_unit(text)
     lines = text.split("\n")
     chunks = []
     for first, last in merged:
@@ -136,7 +136,7 @@ def _compiles(text: str) -> bool:
 _INDENT = re.compile(r"^(?:[ \t]*\S.*:[ \t]*(?:#.*)?\n)([ \t]+)\S", re.M)
 
 
-def _indent_unit(text: str) -> str:
+def indent_unit(text: str) -> str:
     """The file's indentation unit, read from its first indented block."""
     match = _INDENT.search(text)
     if match is None:

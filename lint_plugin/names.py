@@ -21,6 +21,11 @@ module's function:
   between the two can call (only imports, definitions and plain values sit in
   between: :meth:`ModuleNames.inert`).
 
+In the helpers module itself a helper is its own top-level ``def``, once that
+is proven to compute the formula (a plain name bound by it, under the same rules
+of scope and time); an import of it there would run while the module is half
+made.
+
 ``spec_utils.draft_kv_indices_used_len(...)`` calls the helper where
 ``spec_utils`` means, by the same rules, the helpers module itself
 (``import a.b.spec_utils as spec_utils``, ``from a.b import spec_utils``) and the
@@ -115,7 +120,9 @@ class ModuleNames:
 
     ``assume``: names to treat as imported from the helpers module before every
     statement (the gate's reference for unsafe fixes is a text the fix's import
-    is not spliced into)."""
+    is not spliced into). ``own``: the text is the helpers module itself, where
+    a helper is its module-level ``def``, once that provably computes its formula
+    (:func:`lint_plugin.definitions.prove_definition`)."""
 
     def __init__(
         self,
@@ -123,11 +130,14 @@ class ModuleNames:
         text: str,
         helpers_module: str,
         assume: Mapping[str, str] | None = None,
+        *,
+        own: bool = False,
     ) -> None:
         self.tree = tree
         self.text = text
         self.helpers_module = helpers_module
         self.assume = dict(assume or {})
+        self.own = own
         self._table: symtable.SymbolTable | bool | None = False
         self._tables: list[symtable.SymbolTable] | None = None
         self._binders: dict[str, frozenset[Scope] | None] = {}
@@ -284,6 +294,11 @@ class ModuleNames:
                 yield bound, _Binding(index, row, top, None, module, "an import", True)
         elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
             what = "a class" if isinstance(node, ast.ClassDef) else "a def"
+            if self.own and _defines_helper(node):
+                # The helper itself; it calls no code back (a computation).
+                what = "its definition"
+                yield node.name, _Binding(index, row, top, node.name, False, what, True)
+                return
             yield node.name, _Binding(index, row, top, what=what)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             yield node.name, _Binding(index, row, top, what="an `except ... as`")
@@ -319,10 +334,12 @@ class ModuleNames:
             self.binders(name)
             why_not = self._rebinders.get(name)
             symbol = table.lookup(name) if name in table.get_identifiers() else None
+            defined = any(b.what == "its definition" for b in bindings)
             if (
                 symbol is not None
                 and symbol.is_assigned()
                 and not any(not (b.helper or b.module) for b in bindings)
+                and (not defined or self._walrus_binds(name))
             ):
                 # Bound by an expression (a walrus at module level).
                 why_not = why_not or "an assignment expression at module level"
@@ -346,6 +363,16 @@ class ModuleNames:
         )
         self._meanings[name] = found
         return found
+
+    def _walrus_binds(self, name: str) -> bool:
+        """Does an assignment expression anywhere bind ``name`` (a def of it
+        is assigned too, so ``symtable`` cannot tell the two apart)?"""
+        return any(
+            isinstance(node, ast.NamedExpr)
+            and isinstance(node.target, ast.Name)
+            and unicodedata.normalize("NFKC", node.target.id) == name
+            for node in ast.walk(self.tree)
+        )
 
     def helper_bindings(self) -> dict[str, str]:
         """Names bound at module level to a helper, by any import of it."""
@@ -570,8 +597,9 @@ class ModuleNames:
         if meaning.first is None:
             return None, f"`{name}` is only imported inside a block, which may not run"
         if not self.runs_after(meaning.first, where):
+            binding = "definition" if self.own and meaning.helper else "import"
             return None, (
-                f"`{name}` may be called before its import "
+                f"`{name}` may be called before its {binding} "
                 f"(line {self._row_of(meaning.first)}) runs"
             )
         return meaning.helper, None
@@ -593,6 +621,17 @@ class ModuleNames:
         if index < 0:
             return 0
         return self.tree.body[index].lineno
+
+
+def _defines_helper(node: ast.stmt) -> bool:
+    """Is ``node`` a plain ``def`` of a helper, proven to compute its formula?"""
+    if not isinstance(node, ast.FunctionDef) or node.name not in HELPERS:
+        return False
+    if node.decorator_list:
+        return False
+    from lint_plugin.definitions import prove_definition
+
+    return prove_definition(node) is None
 
 
 def _kind(table: symtable.SymbolTable) -> str:

@@ -10,7 +10,9 @@ Spelling: flake8's own grammar, so both front ends read every spelling alike.
   is no directive, the second a blanket one, exactly as flake8 reads them.
 * Codes compare as flake8 compares them: case-sensitively, a listed code covering
   every code it prefixes (``KVI00`` covers KVI001..KVI004). ``# noqa: kvi001``
-  therefore suppresses nothing (it is reported as an unused directive).
+  therefore suppresses nothing (it is reported as an unknown code, KVI100), and
+  neither does ``# ruff: noqa: kvi001`` (ruff rejects it too). Selection reads
+  codes the same way (``lint_plugin.selection``): ``--select kvi001`` is an error.
 * ``# flake8: noqa`` (or ``# flake8=noqa``) at the start of any line silences the
   whole file, with or without codes after it, as flake8 does.
 * ``# ruff: noqa`` on its own line silences the file too, and ``# ruff: noqa: CODES``
@@ -224,7 +226,7 @@ def parse_suppressions(source: str) -> Suppressions:
             if codes is None:
                 found.file_all = True
             else:
-                found.file_codes |= frozenset(c.upper() for c in codes)
+                found.file_codes |= frozenset(codes)  # as written: case counts
             continue
         directives = tuple(
             Directive(

@@ -20,14 +20,17 @@ class SourceError(ValueError):
 
 def could_match(data: bytes) -> bool:
     """Could any rule find anything here? Each needs a helper's or the kernel's
-    name, or a topk beside a second role (seq_lens_sum for KVI001, a context
-    length for KVI002 and KVI003); in the whole 0.5.23 package 634 files name a
-    topk and about 115 also a second role."""
+    name, the guard's (KVI007: its import), or a topk beside a second role
+    (seq_lens_sum for KVI001, a context length for KVI002 and KVI003); in the
+    whole 0.5.23 package 634 files name a topk and about 115 also a second role,
+    5 name the guard (4 of them a topk too)."""
     # Both names hold "kv_indices": one search rules both out in most files.
     if b"kv_indices" in data and (
         b"draft_kv_indices_" in data or b"generate_draft_decode_kv_indices" in data
     ):
         return True
+    if b"assert_buffer_fits" in data:
+        return True  # KVI007: the guard imported from a module lacking it
     if b"topk" not in data:
         return False
     return b"context_len" in data or b"seq_lens_sum" in data or b"seq_len_sum" in data

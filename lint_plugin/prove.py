@@ -25,15 +25,22 @@ TYPE_CHECKING = False  # not `typing`: imported by every `check` run through the
 if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
+    from typing import NoReturn
 
 # Only argparse-level imports up front: cli imports this module on every run,
 # check's included, and startup time is pre-commit's.
 
 DRAFT_SUFFIX = "MultiStepDraftBackend"
-INSTALL_HINT = (
-    "draft-kv-lint prove needs torch, triton and numpy: "
-    "pip install 'draft-kv-lint[proof]'"
-)
+NEEDS = "draft-kv-lint prove needs torch, triton and numpy (the [proof] extra)"
+
+
+def install_hint() -> str:
+    """What to run, the way this copy was installed (lint_plugin.install_origin):
+    no registry serves draft-kv-lint, so a bare ``draft-kv-lint[proof]`` is none."""
+    from lint_plugin.install_origin import install_command
+
+    command = install_command("proof")
+    return f"{NEEDS}: {command}" if command else f"{NEEDS}."
 
 
 def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -73,9 +80,11 @@ class Pair:
     after_path: Path
 
 
-def _fail(message: str) -> int:
-    print(f"draft-kv-lint prove: {message}", file=sys.stderr)
-    return 2
+def _fail(message: str) -> NoReturn:
+    """A usage error: the CLI prints prove's usage, then the message (exit 2)."""
+    from lint_plugin.cli import UsageError
+
+    raise UsageError(message)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -159,7 +168,7 @@ def run_prove(args: argparse.Namespace) -> int:
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
     if missing:
-        print(INSTALL_HINT, file=sys.stderr)
+        print(install_hint(), file=sys.stderr)
         return 2
     pairs = _pairs(args)
     if isinstance(pairs, str):

@@ -11,7 +11,7 @@ import bisect
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lint_plugin.edits import (
@@ -46,7 +46,9 @@ class RewriteRefused(Exception):
 class Options:
     unsafe_fixes: bool = False
     helpers_module: str = DEFAULT_HELPERS_MODULE
-    guard_module: str = DEFAULT_GUARD_MODULE  # where KVI006's inserted guard is from
+    # Where KVI006's inserted guard is imported from; None: from the tree (where
+    # it defines the guard, or where the file imports it from), else the default.
+    guard_module: str | None = None
     opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
     wrap: bool = True  # format rewritten statements to the line length
     # Selection (--select/--ignore); noqa directives are always honoured.
@@ -55,7 +57,9 @@ class Options:
     @property
     def settings(self) -> Settings:
         """The engine's settings for this run (every pass of fix uses them)."""
-        return Settings(self.helpers_module, self.guard_module, self.opt_in)
+        return Settings(
+            self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE, self.opt_in
+        )
 
 
 @dataclass
@@ -70,6 +74,16 @@ class Rewrite:
     # What the original's names mean, as the rewrite found (the gate asks the
     # same questions of the same text: no second symtable of it).
     original_names: ModuleNames | None = field(default=None, repr=False, compare=False)
+    # The helpers (and the guard) the rewritten text calls where the original did
+    # not: ``fix`` makes sure the module they are imported from defines them.
+    imported: frozenset[str] = frozenset()
+    guard_module: str | None = None  # where the inserted guard is imported from
+    # Definitions added to the file itself (the helpers module being rewritten).
+    defined: tuple[str, ...] = ()
+    # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
+    elsewhere: tuple[Finding, ...] = ()
+    # The file is the helpers module itself: its definitions are the helpers.
+    helpers_file: bool = False
 
     @property
     def changed(self) -> bool:
@@ -103,19 +117,38 @@ def rewrite_text(
             avoid |= {respell.callee}
     current, applied, unsafe_edits = done.text, done.applied, done.unsafe_edits
     original_names = done.original_names
-    rows, plans, used = done.rows, done.plans, done.used
+    rows, plans, used, elsewhere = done.rows, done.plans, done.used, done.elsewhere
     if not applied:
-        rewrite = _without_unused_directives(Rewrite(text), path, options)
+        rewrite = _without_unused_directives(
+            Rewrite(text, elsewhere=tuple(elsewhere)), path, options
+        )
         rewrite.parsed_original = (text, tree)
         return rewrite
+    helpers_file = options.settings.is_helpers_file(path)
     plain = {h for h in used if plans[h].plain}
-    aliased = {(h, plans[h].alias) for h in used if plans[h].alias}
-    new_text = _add_imports(current, plain, options.helpers_module, aliased)
+    defined: list[str] = []
+    if helpers_file:
+        # The helpers' own module: importing them from itself would fail while
+        # it is being imported, so it gets the definitions it lacks instead
+        # (where its plan placed them: the gate proves they run before a call).
+        from lint_plugin.helper_homes import add_definitions, missing_definitions
+
+        defined = missing_definitions(current, path, plain) if plain else []
+        new_text = add_definitions(current, defined, path) if defined else current
+        imported: set[str] = set()
+    else:
+        aliased = {(h, plans[h].alias) for h in used if plans[h].alias}
+        new_text = _add_imports(current, plain, options.helpers_module, aliased)
+        imported = set(used)
+    guard_module = None
     if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
-        new_text = _add_imports(
-            new_text, {GUARD}, options.guard_module, skip_bound=True
-        )
+        from lint_plugin.guard_home import guard_module_for
+
+        guard_module = options.guard_module or guard_module_for(tree, path)
+        new_text = _add_imports(new_text, {GUARD}, guard_module, skip_bound=True)
+        imported.add(GUARD)
     rows = _shift_for_import(current, new_text, rows)
+    directives_moved = False
     if options.wrap:
         from lint_plugin.formatting import format_ranges
 
@@ -125,9 +158,28 @@ def rewrite_text(
             import_rows, rows = rows[:1], rows[1:]
             rows += _too_long(new_text, import_rows)
         wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
+        directives_moved = _holds_directive(new_text, wanted)
         new_text = format_ranges(new_text, wanted, Path(path))
-    rewrite = Rewrite(new_text, applied, tuple(dict.fromkeys(unsafe_edits)))
+    rewrite = Rewrite(
+        new_text,
+        applied,
+        tuple(dict.fromkeys(unsafe_edits)),
+        imported=frozenset(imported),
+        defined=tuple(defined),
+        guard_module=guard_module,
+        elsewhere=tuple(elsewhere),
+        helpers_file=helpers_file,
+    )
     rewrite = _without_unused_directives(rewrite, path, options)
+    if defined or directives_moved:
+        # The rounds' findings are those of the text before its import and
+        # formatting: a directive in a formatted statement may have moved off
+        # its line, and added definitions are code. Held to the text as
+        # written, then (KVI007, an import whose module lacks the name, is
+        # fix's to plan across files).
+        every = _applicable_findings(rewrite.text, path, options, False, done.settings)
+        written = [f for f in every[0] if f.code != "KVI007"]
+        _no_finding_gained(done.before, done.fixed_first, written)
     rewrite.parsed_original = (text, tree)
     if original_names is not None and original_names.tree is tree:
         rewrite.original_names = original_names
@@ -145,6 +197,13 @@ class _Done:
     plans: dict[str, Spelling]
     used: set[str]
     original_names: ModuleNames | None = None
+    # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
+    elsewhere: list[Finding] = field(default_factory=list)
+    # The original's findings, the codes the first round fixed, and the settings
+    # the rounds ended with: what the written text is held to.
+    before: list[Finding] = field(default_factory=list)
+    fixed_first: Counter[str] = field(default_factory=Counter)
+    settings: Settings | None = None
 
 
 class _Respell(Exception):
@@ -175,17 +234,25 @@ def _rounds(
     before: list[Finding] = []
     fixed_first: Counter[str] = Counter()
     original_names = None
+    elsewhere: list[Finding] = []
+    helpers_file = settings.is_helpers_file(path)
     for round_number in range(MAX_ROUNDS):
         first = round_number == 0
         every, findings = _applicable_findings(current, path, options, first, settings)
         before = every if first else before
+        # A fix with no edit here edits another file (KVI007): ``fix`` plans
+        # those across files; the rounds apply this file's own.
+        if first:
+            elsewhere = [f for f in findings if not f.fix.edits]
         chosen = _non_overlapping(current, findings)
         if not chosen:
             break
         if current_tree is None:  # parsed only for a round that has edits
             current_tree = parse_module(current, "a rewritten round")
             anchor = statement_rows(current_tree)
-        names = ModuleNames(current_tree, current, options.helpers_module)
+        names = ModuleNames(
+            current_tree, current, options.helpers_module, own=helpers_file
+        )
         original_names = original_names or names
         sites = _helper_sites(current, chosen, settings)
         if set(sites) - set(plans):
@@ -250,7 +317,19 @@ def _rounds(
         every = _applicable_findings(current, path, options, False, settings)[0]
     if applied:
         _no_finding_gained(before, fixed_first, every)
-    return _Done(current, applied, unsafe_edits, rows, plans, used, original_names)
+    return _Done(
+        current,
+        applied,
+        unsafe_edits,
+        rows,
+        plans,
+        used,
+        original_names,
+        elsewhere,
+        before,
+        fixed_first,
+        settings,
+    )
 
 
 _FORMULA_CODES = frozenset({"KVI001", "KVI002"})
@@ -261,14 +340,15 @@ def _no_finding_gained(
 ) -> None:
     """The rewritten text may not have more findings of any rule than the
     original, less the ones its first round fixed (a call whose arguments read
-    as misplaced, KVI004; a guard no longer recognised, KVI006). The formulas
-    themselves (KVI001, KVI002) are left out: a rewrite writes none, and one
-    still there was in the original (the engine reports one formula of a sum at
-    a time, and the next once the first is a call)."""
-    left = Counter(f.code for f in before) - fixed
-    counts = Counter(f.code for f in after if f.code not in _FORMULA_CODES)
+    as misplaced, KVI004; a guard no longer recognised, KVI006). A formula
+    (KVI001, KVI002) still there was in the original, not fixed (the engine
+    reports one formula of a sum at a time, and the next once the first is a
+    call): their number may not grow past the original's."""
+    counted = Counter(f.code for f in before)
+    left = counted - fixed
+    counts = Counter(f.code for f in after)
     for code, number in sorted(counts.items()):
-        if number > left[code]:
+        if number > (counted[code] if code in _FORMULA_CODES else left[code]):
             known = Counter(f.message for f in before if f.code == code)
             gained = [f for f in after if f.code == code]
             new = next((f for f in gained if not known[f.message]), gained[-1])
@@ -287,15 +367,33 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
     elif rewrite.parsed_original and rewrite.parsed_original[0] == original:
         tree = rewrite.parsed_original[1]
     names = rewrite.original_names if tree is not None else None
+    final = rewrite.text
+    if rewrite.defined:
+        # Definitions added to the helpers module itself: proven on their own
+        # (and the rest of the text unchanged by them), then left out of the
+        # comparison by the gate, which binds their names where they stand.
+        from lint_plugin.helper_homes import (
+            DefinitionRefused,
+            check_added,
+            without_definitions,
+        )
+
+        try:
+            core = without_definitions(final, rewrite.defined)
+            check_added(core, final, list(rewrite.defined))
+        except (DefinitionRefused, SyntaxError) as exc:
+            raise RewriteRefused(f"rewrite refused: {exc}") from None
     try:
         verify(
             reference,
-            rewrite.text,
+            final,
             options.helpers_module,
-            options.guard_module,
+            rewrite.guard_module or options.guard_module or DEFAULT_GUARD_MODULE,
             reference_tree=tree,
             hypothetical=bool(rewrite.unsafe_edits),
             reference_names=names,
+            definitions=frozenset(rewrite.defined),
+            helpers_file=rewrite.helpers_file,
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
@@ -340,6 +438,8 @@ def _non_overlapping(text: str, findings: list[Finding]) -> list[Finding]:
     starts = line_starts(text)
     spans = []
     for finding in findings:
+        if not finding.fix.edits:
+            continue  # its edits are in another file (KVI007)
         edge = [offsets(e, starts) for e in finding.fix.edits]
         spans.append((min(s for s, _ in edge), -max(e for _, e in edge), finding))
     spans.sort(key=lambda s: s[:2])
@@ -398,6 +498,17 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
             continue
         grown.append((low, high))
     return grown
+
+
+_NOQA = re.compile(r"noqa", re.IGNORECASE)
+
+
+def _holds_directive(text: str, ranges: list[tuple[int, int]]) -> bool:
+    """Does a line of ``ranges`` (rows) hold a ``noqa`` comment?"""
+    if not ranges or _NOQA.search(text) is None:
+        return False
+    lines = text.split("\n")
+    return any(_NOQA.search(line) for a, b in ranges for line in lines[a - 1 : b])
 
 
 def _too_long(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -477,7 +588,7 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
     )
     if not fixed:
         return rewrite
-    return Rewrite(text, rewrite.applied + fixed, rewrite.unsafe_edits)
+    return replace(rewrite, text=text, applied=rewrite.applied + fixed)
 
 
 def _shift_for_import(

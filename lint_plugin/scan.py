@@ -28,15 +28,21 @@ from lint_plugin.prefilter import could_match, decode
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.source import Source, rows_matching
 
-# Every finding needs one of these words in the file (KVI003: the class name).
-_WORDS = ("topk", "draft_kv_indices_", "MultiStep")
+# Every finding needs one of these words in the file (KVI003: the class name;
+# KVI007: an import of a helper or of the guard).
+_WORDS = ("topk", "draft_kv_indices_", "MultiStep", "assert_buffer_fits")
 _INTEREST_TEXT = re.compile("|".join(_WORDS))
 # Rows worth walking inside a parsed region: a formula, a helper call or a
 # context-sized allocation always names one of these on one of its rows.
-_ROW_INTEREST = re.compile(r"topk|seq_lens?_sum|context_len|draft_kv_indices_")
+_ROW_INTEREST = re.compile(
+    r"topk|seq_lens?_sum|context_len|draft_kv_indices_|assert_buffer_fits"
+)
 # A region can only hold a finding if it also names a second role of a formula,
-# calls a helper, or is the draft class itself (checked before this).
-_SECOND_ROLE = re.compile(r"seq_lens?_sum|context_len|draft_kv_indices_")
+# calls a helper, imports the guard, or is the draft class itself (checked
+# before this).
+_SECOND_ROLE = re.compile(
+    r"seq_lens?_sum|context_len|draft_kv_indices_|assert_buffer_fits"
+)
 _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 
@@ -119,7 +125,7 @@ def check_source(
     try:
         tree = _parse(text, path)
     except SyntaxError as exc:
-        return [_syntax_error(exc, path)]
+        return [_syntax_error(exc, path, text)]
     return analyze(tree, Source(text), path, interesting_rows(text, aliases), settings)
 
 
@@ -492,13 +498,14 @@ def _syntax_error_of(text: str, path: str) -> Finding | None:
     try:
         _parse(text, path)
     except SyntaxError as exc:
-        return _syntax_error(exc, path)
+        return _syntax_error(exc, path, text)
     return None
 
 
-def _syntax_error(exc: SyntaxError, path: str) -> Finding:
-    row = exc.lineno or 1
-    column = exc.offset or 1
+def _syntax_error(exc: SyntaxError, path: str, text: str) -> Finding:
+    from lint_plugin.source import syntax_error_position
+
+    row, column = syntax_error_position(exc, text)
     return Finding(
         path,
         row,

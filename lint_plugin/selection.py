@@ -3,6 +3,10 @@
 Selectors are codes or prefixes (``KVI``, ``KVI00``, ``KVI003``) or ``ALL``, resolved
 the way ruff resolves them, so its users meet no surprises:
 
+* Codes are case-sensitive, as ruff's are (``--select f401`` is an error there) and
+  as ``# noqa`` directives read them (``lint_plugin.noqa``): one rule for both, so
+  ``kvi001`` is an unknown selector here and suppresses nothing in a directive.
+
 * Settings come in layers, defaults, then the configuration file, then the command
   line. A layer that sets ``select`` replaces everything before it (the command line
   beats the configuration); a layer with only ``extend-select``/``ignore`` adjusts the
@@ -30,7 +34,12 @@ ALL = "ALL"
 
 
 class SelectorError(ValueError):
-    """A selector matching no known code (a typo would silently disable the gate)."""
+    """A selector matching no known code (a typo would silently disable the gate).
+    ``origin`` names where it was written (``command line``, a configuration)."""
+
+    def __init__(self, message: str, origin: str) -> None:
+        super().__init__(message)
+        self.origin = origin
 
 
 @record(frozen=True)
@@ -64,26 +73,41 @@ def expand(
     selector: str, codes: Iterable[str], origin: str = "command line"
 ) -> set[str]:
     """The codes a selector stands for; raises SelectorError when it matches none."""
-    normalized = selector.strip().upper()
+    stripped = selector.strip()
     codes = tuple(codes)
-    # Opt-in rules (ruff's preview rules) are chosen only by their exact code.
-    opt_in = opt_in_codes()
-    if normalized == ALL:
-        return {code for code in codes if code not in opt_in}
-    matched = {
-        code
-        for code in codes
-        if code.startswith(normalized) and (code == normalized or code not in opt_in)
-    }
+    matched = _matches(stripped, codes)
     # "E999"/"E9" are accepted (ruff users write them) but change nothing: syntax
     # errors are always reported.
-    syntax_error = bool(normalized) and SYNTAX_ERROR_CODE.startswith(normalized)
-    if not normalized or not (matched or syntax_error):
+    syntax_error = bool(stripped) and SYNTAX_ERROR_CODE.startswith(stripped)
+    if matched is None or not (matched or syntax_error):
+        hint = "prefixes such as KVI00 also work"
+        if (
+            stripped
+            and stripped != stripped.upper()
+            and _matches(stripped.upper(), codes)
+        ):
+            hint = f"codes are upper case: did you mean {stripped.upper()!r}?"
         raise SelectorError(
             f"{origin}: unknown rule selector {selector!r} "
-            f"(known codes: {', '.join(codes)}; prefixes such as KVI00 also work)"
+            f"(known codes: {', '.join(codes)}; {hint})",
+            origin,
         )
     return matched
+
+
+def _matches(selector: str, codes: tuple[str, ...]) -> set[str] | None:
+    """The codes ``selector`` (exact case) stands for; None for an empty one."""
+    if not selector:
+        return None
+    # Opt-in rules (ruff's preview rules) are chosen only by their exact code.
+    opt_in = opt_in_codes()
+    if selector == ALL:
+        return {code for code in codes if code not in opt_in}
+    return {
+        code
+        for code in codes
+        if code.startswith(selector) and (code == selector or code not in opt_in)
+    }
 
 
 def resolve(
@@ -99,7 +123,7 @@ def resolve(
         actions = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)]
         actions += [(s, False) for s in layer.ignore]
         actions.sort(
-            key=lambda action: (_specificity(action[0].strip().upper()), not action[1])
+            key=lambda action: (_specificity(action[0].strip()), not action[1])
         )
         updates: dict[str, bool] = {}
         for selector, on in actions:

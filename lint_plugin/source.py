@@ -21,6 +21,20 @@ def rows_matching(pattern: re.Pattern[str], text: str, first_row: int = 1) -> li
     return rows
 
 
+def syntax_error_position(exc: SyntaxError, text: str) -> tuple[int, int]:
+    """1-based row and column of ``exc`` in ``text``. Python before 3.12 gives no
+    position for a NUL byte ("source code string cannot contain null bytes"):
+    the first NUL's is given, on every version, as ruff points at it, never
+    ``None:None``."""
+    index = text.find("\0") if "null byte" in (exc.msg or "") else -1
+    if index < 0:
+        return exc.lineno or 1, exc.offset or 1
+    before = text[:index]
+    breaks = list(re.finditer(r"\r\n|\r|\n", before))
+    start = breaks[-1].end() if breaks else 0
+    return len(breaks) + 1, index - start + 1
+
+
 class Source:
     """The text a tree was parsed from; ``row_offset`` maps its rows to the file's."""
 

@@ -7,7 +7,9 @@ the file already imports the helper under; else the helpers module's attribute
 (``spec_utils.draft_kv_indices_used_len``) where the file imports the module;
 else an import under a free alias (``_draft_kv_indices_used_len``). When none
 resolves at every site, the file is refused with one line saying what the name
-is bound to there.
+is bound to there. In the helpers module itself only the plain name will do,
+bound by its definition (the one it has, or the one ``fix`` adds after its
+imports).
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ class Spelling:
             if taken is not None:
                 return f"`{self.root}` is {taken}"
             if not names.runs_after(self.position, where):
-                return f"`{self.root}` may be called before its import runs"
+                made = "definition" if names.own else "import"
+                return f"`{self.root}` may be called before its {made} runs"
         return None
 
 
@@ -69,6 +72,10 @@ def plan(
     if not isinstance(plain, str):
         position, new = plain
         return Spelling(helper, helper, position, plain=new)
+    if names.own:
+        # The helpers module itself: an import of its own helper (under any
+        # name) would run while it is half made; only its definition will do.
+        raise Unspellable(plain)
     for alias, imported in sorted(names.helper_bindings().items()):
         if imported == helper and alias != helper and alias not in avoid:
             found = _by_import(names, alias, helper, wheres, header, new=False)
@@ -121,17 +128,31 @@ def _by_import(
         if all(names.runs_after(position, where) for where in wheres):
             return position, False
         row = names.tree.body[position].lineno
-        return f"`{name}` may be called before its import (line {row}) runs"
+        made = "definition" if names.own else "import"
+        return f"`{name}` may be called before its {made} (line {row}) runs"
     if not new:
         return f"`{name}` is only imported inside a block"
+    if names.own and meaning.bound:
+        return f"`{name}` is only defined inside a block"
     if names.global_uses(name):
         return f"`{name}` is used at module scope but never imported"
-    position = import_position(header, names.helpers_module, helper, aliased)
+    if names.own:
+        position = _definitions_position(names.tree)
+    else:
+        position = import_position(header, names.helpers_module, helper, aliased)
     if all(names.runs_after(position, where) for where in wheres):
         return position, True
-    return f"`{name}` would be imported after code that may call it"
+    made = "defined" if names.own else "imported"
+    return f"`{name}` would be {made} after code that may call it"
 
 
 def _header_statements(tree: ast.Module) -> list[ast.stmt]:
     last = header_last_row(tree)
     return [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
+
+
+def _definitions_position(tree: ast.Module) -> int:
+    """The top-level statement the definitions ``fix`` adds to the helpers
+    module stand before (after its header: see ``helper_homes.add_definitions``)."""
+    last = header_last_row(tree)
+    return sum(1 for s in tree.body if (s.end_lineno or s.lineno) <= last)

@@ -41,9 +41,10 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
         keep_out_of_sight()
         return tree
     except SyntaxError as exc:
-        raise SyntaxError(
-            f"{prefix}{exc.lineno}:{exc.offset}: SyntaxError: {exc.msg}"
-        ) from None
+        from lint_plugin.source import syntax_error_position
+
+        row, column = syntax_error_position(exc, text)
+        raise SyntaxError(f"{prefix}{row}:{column}: SyntaxError: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise SyntaxError(f"{prefix}nested too deeply to parse") from None
 
@@ -57,6 +58,8 @@ def verify(
     reference_tree: ast.Module | None = None,
     hypothetical: bool = False,
     reference_names: ModuleNames | None = None,
+    definitions: frozenset[str] = frozenset(),
+    helpers_file: bool = False,
 ) -> None:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
@@ -65,21 +68,34 @@ def verify(
     changed). ``final`` is always parsed here: it is what is written.
     ``hypothetical``: ``reference`` is the original with stated replacements
     spliced in, whose helper calls mean the helpers ``final`` imports.
-    ``reference_names``: the facts of ``reference_tree``, already computed."""
+    ``reference_names``: the facts of ``reference_tree``, already computed.
+    ``definitions``: helpers ``final`` defines at module level where the
+    original did not (``final`` is the helpers module itself, and the caller
+    has proven each definition): left out of the comparison as the helpers'
+    imports are, and bound where they stand. ``helpers_file``: the texts are
+    the helpers module itself, where its proven definitions are the helpers."""
     try:
         before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
     except SyntaxError as exc:
         raise NotEqual(str(exc)) from None
-    names_after = ModuleNames(after, final, helpers_module)
-    assume = _dropped_names(after, helpers_module) if hypothetical else None
+    own = helpers_file or bool(definitions)
+    names_after = ModuleNames(after, final, helpers_module, own=own)
+    assume = (
+        _dropped_names(after, helpers_module, definitions) if hypothetical else None
+    )
     names_before = reference_names
-    if names_before is None or names_before.tree is not before or assume:
-        names_before = ModuleNames(before, reference, helpers_module, assume)
+    if (
+        names_before is None
+        or names_before.tree is not before
+        or names_before.own != own
+        or assume
+    ):
+        names_before = ModuleNames(before, reference, helpers_module, assume, own=own)
     if ast.get_docstring(before, clean=False) != ast.get_docstring(after, clean=False):
         raise NotEqual("the module's docstring would change")
     before, old = _drop_helper_imports(before, helpers_module, guard_module)
-    after, new = _drop_helper_imports(after, helpers_module, guard_module)
+    after, new = _drop_helper_imports(after, helpers_module, guard_module, definitions)
     _check_bindings(old, new, names_before, names_after)
     calls = {**names_before.calls(), **names_after.calls()}
     canon = Canonicalizer(resolve=lambda call: calls.get(id(call), (None,))[0])
@@ -100,12 +116,13 @@ def _unresolved(pairs, calls) -> str | None:
     return None
 
 
-def _dropped_names(tree: ast.Module, helpers_module: str) -> dict[str, str]:
-    """Name -> helper for the names top-level helpers' imports bind."""
-    return {
-        name: helper
-        for name, (helper, _) in _drop_helper_imports(tree, helpers_module)[1].items()
-    }
+def _dropped_names(
+    tree: ast.Module, helpers_module: str, definitions: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """Name -> helper for the names top-level helpers' imports (and the added
+    ``definitions``) bind."""
+    dropped = _drop_helper_imports(tree, helpers_module, None, definitions)[1]
+    return {name: helper for name, (helper, _) in dropped.items()}
 
 
 def _check_bindings(old: dict, new: dict, names_before, names_after) -> None:
@@ -240,15 +257,26 @@ _GUARD = "assert_buffer_fits"
 
 
 def _drop_helper_imports(
-    tree: ast.Module, helpers_module: str, guard_module: str | None = None
+    tree: ast.Module,
+    helpers_module: str,
+    guard_module: str | None = None,
+    definitions: frozenset[str] = frozenset(),
 ) -> tuple[ast.Module, dict[str, tuple[str, int]]]:
-    """``tree`` without the helpers' (and the guard's) top-level imports, and for
-    each name such an import of a helper binds: the helper, and how many kept
-    statements come before its first import. ``tree`` itself is left as it was,
-    so a caller may hand in a tree it keeps."""
+    """``tree`` without the helpers' (and the guard's) top-level imports and
+    the top-level ``def`` of each helper in ``definitions``, and for each name
+    such an import (or def) binds: the helper, and how many kept statements come
+    before its first binding. ``tree`` itself is left as it was, so a caller may
+    hand in a tree it keeps."""
     body: list[ast.stmt] = []
     bound: dict[str, tuple[str, int]] = {}
     for statement in tree.body:
+        if (
+            isinstance(statement, ast.FunctionDef)
+            and statement.name in definitions
+            and statement.name in HELPER_FORMULAS
+        ):
+            bound.setdefault(statement.name, (statement.name, len(body)))
+            continue
         if not (isinstance(statement, ast.ImportFrom) and statement.level == 0):
             body.append(statement)
             continue

@@ -17,6 +17,10 @@ class Example:
     code: str
     fixed: str | None = None
     unsafe: bool = False  # the fix needs --unsafe-fixes
+    # Where the snippet lives and the other files of its tree (``(path, text)``,
+    # relative paths): a rule that reads another module (KVI007) is judged there.
+    path: str = "snippet.py"
+    tree: tuple[tuple[str, str], ...] = ()
 
 
 @record(frozen=True)
@@ -54,6 +58,7 @@ def _load() -> dict[str, Rule]:
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
         kvi006_unguarded_launch,
+        kvi007_undefined_helper,
         kvi100_unused_noqa,
     )
 
@@ -64,6 +69,7 @@ def _load() -> dict[str, Rule]:
         kvi004_misplaced_helper_argument,
         kvi005_shadowed_helper,
         kvi006_unguarded_launch,
+        kvi007_undefined_helper,
         kvi100_unused_noqa,
     )
 

@@ -36,6 +36,15 @@ spell it out by hand; every copy is one more place where a forgotten `topk`
 factor slices the wrong part of the buffer (upstream #27338, #27460). The helper in
 `sglang.srt.speculative.spec_utils` is the single definition.
 
+What the helper's value means depends on the release's kernel. Without a draft
+window it is exact: row `i` holds exactly
+`draft_kv_indices_used_len(seq_lens_sum, topk, bs, i + 1)` entries. With 0.5.23's
+windowed draft decode (`window_size`/`sink_size`) a row holds
+`topk * sum(min(seq_len, window + sink)) + bs * (i + 1)` entries, and the helper
+is an upper bound of that. In both cases a row of
+`draft_kv_indices_buffer_width(max_bs, topk, max_context_len)` is wide enough
+(whenever every `seq_len + num_steps <= max_context_len`).
+
 ## Example
 ```python
 forward_batch.spec_info.kv_indices = kv_indices_buffer[i][

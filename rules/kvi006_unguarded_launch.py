@@ -17,6 +17,7 @@ from lint_plugin.facts import (
 )
 from lint_plugin.findings import Fix
 from lint_plugin.formulas import USED_LEN, match_used_len
+from lint_plugin.guard_placement import place_guard
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import Example, Rule
 from lint_plugin.values import argument, role_of
@@ -67,6 +68,22 @@ _UPSTREAM_GUARD = """\
         )
 
 """
+
+_BOUND = """\
+        if seq_lens_sum is None:
+            # Only clamps slices: an upper bound saves a device sync.
+            seq_lens_sum = num_seqs * self.max_context_len
+
+"""
+
+_BOUND_GUARDED = (
+    _BOUND.rstrip("\n")
+    + "\n        else:\n"
+    + "\n".join(
+        "    " + line if line else line for line in _UPSTREAM_GUARD.split("\n")
+    ).rstrip("\n")
+    + "\n\n"
+)
 
 RULE = Rule(
     code="KVI006",
@@ -126,15 +143,37 @@ assert_buffer_fits(
 generate_draft_decode_kv_indices[...](..., kv_indices_buffer, ...)
 ```
 
+What the guard checks holds in both of 0.5.23's draft-decode modes: without a
+draft window the used length is exact (the kernel writes exactly
+`seq_lens_sum * topk + bs * num_steps` entries of the row); with one
+(`window_size`/`sink_size`) a row holds
+`topk * sum(min(seq_len, window + sink)) + bs * num_steps` entries and the
+used length is an upper bound of it. Either way a row of
+`draft_kv_indices_buffer_width(max_bs, topk, max_context_len)` suffices, so the
+guard never fires on a correctly sized buffer.
+
 ## Fix safety
 Unsafe, applied only with `--unsafe-fixes`: it adds a run-time check that raises
 where the program used to run on (into corrupted memory). It inserts upstream's
 guard before the launch with the function's own names for the buffer,
 `seq_lens_sum`, `bs`, the class's topk and step count, and imports
-`assert_buffer_fits` from the guard module (`guard-module`, default
-`sglang.srt.layers.attention.utils`) and the helper from the helpers module. No fix
-is offered when one of those names is not bound before the launch; the message
-says which.
+`assert_buffer_fits` from the guard module and the helper from the helpers
+module. The guard module is `guard-module` when configured; else where the file
+already imports `assert_buffer_fits` from, else where the tree defines it
+(0.5.23's `sglang.kernels.ops.attention.utils`, 0.5.13's
+`sglang.srt.layers.attention.utils`, or another module of the package), else
+`sglang.srt.layers.attention.utils`; `fix` adds the guard's definition to that
+module when it is in the tree and lacks it (KVI007).
+
+The guard is only inserted where the length it checks is the real one. Where
+the function replaces a missing `seq_lens_sum` by an upper bound before the
+launch (Triton's `if seq_lens_sum is None: seq_lens_sum = num_seqs *
+self.max_context_len`, which only clamps slices), a guard after that line would
+exceed the row by construction and fire on every valid eager step: the guard
+goes into an `else:` of that `if`, where `seq_lens_sum` is the real sum, or, when
+the code has another shape, no fix is offered and the message says why. No fix
+is offered either when one of the guard's names is not bound before the launch;
+the message says which.
 """,
     valid=(
         Example(_BACKEND.format(guard=_UPSTREAM_GUARD)),
@@ -162,6 +201,19 @@ says which.
             _BACKEND.format(guard=""),
             _BACKEND.format(guard=_UPSTREAM_GUARD),
             unsafe=True,
+        ),
+        # A missing sum replaced by an upper bound: the guard goes where the
+        # sum is real.
+        Example(
+            _BACKEND.format(guard=_BOUND),
+            _BACKEND.format(guard=_BOUND_GUARDED),
+            unsafe=True,
+        ),
+        # The bound taken unconditionally: no branch knows the real sum, no fix.
+        Example(
+            _BACKEND.format(
+                guard="        seq_lens_sum = num_seqs * self.max_context_len\n\n"
+            )
         ),
         # A guard of one step's length, or of another buffer, does not count.
         Example(
@@ -326,7 +378,11 @@ def _fix(cls: ClassFacts, launch: Launch, buffer, report) -> tuple[Fix | None, s
     statement = _statement_of(function.node, launch.call)
     if statement is None:
         return None, "the launch is not a statement of its own"
-    indent = report.source.lines[statement.lineno - 1][: statement.col_offset]
+    names = [bs] + ([buffer.id] if isinstance(buffer, ast.Name) else [])
+    place = place_guard(function, statement, seq_lens_sum, names, report.source.lines)
+    if place.at is None:
+        return None, place.reason
+    indent = place.indent
     step = (
         "self.speculative_num_steps"
         if "speculative_num_steps" in steps
@@ -347,8 +403,15 @@ def _fix(cls: ClassFacts, launch: Launch, buffer, report) -> tuple[Fix | None, s
         "",
         "",
     ]
+    if place.header:
+        # On the branch where the real length is known: a line of its own
+        # after the `if`'s body, without the blank line kept before a launch.
+        content = place.header + "\n".join(indent + line for line in lines[:-2])
+        start = report.source.index(*place.at)
+        edit = report.edit((start, start), content + "\n")
+        return Fix("unsafe", RULE.fix_title or "", (edit,)), ""
     content = "\n".join(indent + line if line else "" for line in lines) + indent
-    start = report.source.index(statement.lineno, statement.col_offset)
+    start = report.source.index(*place.at)
     # Inserted where the launch statement starts: its own indentation stays.
     content = content[len(indent) :]
     edit = report.edit((start, start), content)

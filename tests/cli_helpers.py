@@ -19,6 +19,12 @@ from lint_plugin.cli import main
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 
 MARKER = re.compile(r"kvi00(\d)_here")
+# One KVI001 for the real engine, at 3:16.
+USED_LEN_SITE = (
+    "class XMultiStepDraftBackend:\n"
+    "    def f(self, seq_lens_sum, bs, i):\n"
+    "        return seq_lens_sum * self.topk + bs * (i + 1)\n"
+)
 SAFETY = {"1": "safe", "2": "safe", "3": "unsafe"}  # KVI004: no fix
 
 

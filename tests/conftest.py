@@ -11,8 +11,13 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 # test's stand-in engine must never answer for the real one.
 os.environ["DRAFT_KV_LINT_NO_CACHE"] = "1"
 
+import subprocess
+
 import pytest
 from corpus import CorpusUnavailable, attention_dir, tree
+from project_snapshot import Snapshot
+from project_snapshot import snapshot as _snapshot
+from shared_results import SharedResults, session_folder
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,3 +62,20 @@ def _whole(version: str):
 def latest_package():
     """sglang 0.5.23's whole package (the refactored backends, later)."""
     return _whole("0.5.23")
+
+
+@pytest.fixture(scope="session")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
+    """This project's working tree, committed into a repository of its own (what
+    a git URL to this project would clone): pre-commit's and pip's tests use it."""
+    try:
+        return _snapshot(tmp_path_factory.mktemp("project") / "draft-kv-lint")
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"this checkout is not a git work tree: {error}")
+
+
+@pytest.fixture(scope="session")
+def shared_results(tmp_path_factory: pytest.TempPathFactory) -> SharedResults:
+    """Values computed once per session across pytest-xdist's workers
+    (``tests/shared_results.py``): for work several tests or releases share."""
+    return SharedResults(session_folder(tmp_path_factory.getbasetemp()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -224,42 +225,77 @@ class CorpusUnavailable(RuntimeError):
     """The wheel could not be downloaded (no registry) or did not verify."""
 
 
+def _lock(name: str):
+    """A lock over one cache entry, across processes: pytest-xdist's workers (and
+    other checkouts sharing ``DRAFT_KV_LINT_WHEELS``) download and unpack each
+    wheel once, and never read a tree another process is still writing."""
+    from filelock import FileLock
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(CACHE / f".{name}.lock"))
+
+
 def wheel(version: str) -> Path:
     """The verified wheel file of ``version``, downloaded on first use."""
     name, sha256 = WHEELS[version]
     path = CACHE / name
-    if not path.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-            "--only-binary=:all:", "--python-version", "3.11",
-            "--platform", "manylinux_2_34_x86_64",
-            f"sglang=={version}", "-d", str(CACHE),
-        ]  # fmt: skip
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0 or not path.exists():
-            raise CorpusUnavailable(f"pip download sglang=={version}: {result.stderr}")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != sha256:
-        path.unlink()
-        raise CorpusUnavailable(f"{name}: sha256 {digest} is not the pinned {sha256}")
+    with _lock(name):
+        if not path.exists():
+            cmd = [
+                sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                "--only-binary=:all:", "--python-version", "3.11",
+                "--platform", "manylinux_2_34_x86_64",
+                f"sglang=={version}", "-d", str(CACHE),
+            ]  # fmt: skip
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0 or not path.exists():
+                raise CorpusUnavailable(
+                    f"pip download sglang=={version}: {result.stderr}"
+                )
+        digest = _verified.get(path) or _sha256(path)
+        if digest != sha256:
+            path.unlink()
+            raise CorpusUnavailable(
+                f"{name}: sha256 {digest} is not the pinned {sha256}"
+            )
+        _verified[path] = digest
     return path
+
+
+_verified: dict[Path, str] = {}  # hashed once per process
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def tree(version: str, whole: bool = False) -> Path:
     """A folder holding ``sglang/`` of ``version`` (only attention and speculative
-    unless ``whole``)."""
+    unless ``whole``), unpacked once: into a folder of its own first, renamed into
+    place when complete, so no reader ever sees half of it."""
     target = CACHE / (f"{version}-whole" if whole else version)
     marker = target / ".complete"
-    if not marker.exists():
+    if marker.exists():
+        return target
+    with _lock(target.name):
+        if marker.exists():  # another process unpacked it while this one waited
+            return target
+        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
         with zipfile.ZipFile(wheel(version)) as archive:
             for member in archive.namelist():
                 wanted = member.startswith("sglang/") and member.endswith(".py")
                 if not whole:
                     wanted = member.startswith((ATTENTION + "/", SPECULATIVE + "/"))
                 if wanted:
-                    archive.extract(member, target)
-        marker.touch()
+                    archive.extract(member, partial)
+        (partial / ".complete").touch()
+        shutil.rmtree(target, ignore_errors=True)  # an unpacking that was cut short
+        partial.rename(target)
     return target
 
 

@@ -17,9 +17,11 @@ helpers' import) changed. A refusal must leave the file byte-identical and be on
 line. With ``-s`` the counts are printed: files written, unchanged, refused (by
 reason, names and positions left out), unequal.
 
-CI runs 2,000 modules. The long run::
+CI runs 2,000 modules, in four shards of 500 that pytest-xdist's workers share
+(each shard its own seeds). The long run (``-p no:xdist`` shows the counts)::
 
-    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s
+    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s \
+        -p no:xdist
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import tokenize
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from generated_modules import HELPERS_MODULE, generate
 
 from lint_plugin.findings import FileError
@@ -50,6 +53,8 @@ from lint_plugin.settings import Settings
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_GENERATED", "2000"))
 FIRST_SEED = int(os.environ.get("DRAFT_KV_LINT_GENERATED_SEED", "0"))
+SHARDS = 4
+SHARE = -(-EXAMPLES // SHARDS)  # each shard's modules, rounded up
 # Formatting runs ruff: a fifth of the modules go through it, the rest are
 # written unwrapped (the gate is the same either way).
 WRAPPED_SHARE = 5
@@ -116,16 +121,20 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def test_fix_keeps_what_generated_modules_do() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_fix_keeps_what_generated_modules_do(shard: int) -> None:
+    seeds = range(
+        FIRST_SEED + shard * SHARE, FIRST_SEED + min((shard + 1) * SHARE, EXAMPLES)
+    )
     counts: Counter[str] = Counter()
     refusals: Counter[str] = Counter()
     problems: dict[str, tuple[int, str]] = {}
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    folder = Path(tempfile.mkdtemp(prefix="kvi-oracle-", dir=shm))
+    folder = Path(tempfile.mkdtemp(prefix=f"kvi-oracle-{shard}-", dir=shm))
     path = folder / "generated.py"
     oracle = Oracle()
     try:
-        for seed in range(FIRST_SEED, FIRST_SEED + EXAMPLES):
+        for seed in seeds:
             module = generate(seed)
             data = module.data()
             compile(data, "generated.py", "exec", dont_inherit=True)  # valid Python
@@ -157,7 +166,8 @@ def test_fix_keeps_what_generated_modules_do() -> None:
         oracle.stop()
         shutil.rmtree(folder, ignore_errors=True)
         print(
-            f"\ngenerated modules: {EXAMPLES}; written {counts['written']} "
+            f"\ngenerated modules (shard {shard + 1}/{SHARDS}, seeds {seeds.start}-"
+            f"{seeds.stop - 1}): {len(seeds)}; written {counts['written']} "
             f"({counts['sites']} sites), unchanged {counts['unchanged']}, refused "
             f"{counts['refused']}, compared {oracle.compared}, unequal "
             f"{oracle.count_unequal}"
@@ -177,7 +187,7 @@ def test_fix_keeps_what_generated_modules_do() -> None:
         )
     assert not problems, f"written files with problems: {sorted(problems)}"
     assert oracle.compared == counts["written"]
-    assert counts["written"] > EXAMPLES // 2  # the generator finds sites
+    assert counts["written"] > len(seeds) // 2  # the generator finds sites
 
 
 def start_child(batch: list[dict]) -> subprocess.Popen:

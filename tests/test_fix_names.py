@@ -314,3 +314,62 @@ def test_a_formula_printed_by_an_f_string_equals_is_kept() -> None:
     assert [f.fix is None for f in found] == [True, False]
     result = rewrite_text(source, "m.py", OPTIONS)
     assert f'f"{{{FORMULA}=}}", f"{{{CALL}}}"' in result.text
+
+
+# ---- the helpers module itself (issue 21's definitions, resolved here too) ------
+
+OWN_DEF = (
+    f"def {USED}(seq_lens_sum, topk, bs, num_steps):\n"
+    "    return seq_lens_sum * topk + bs * num_steps\n\n\n"
+)
+
+# (the helpers module's text, what its call is written as, or the refusal).
+OWN = {
+    "lacking the definition": ("import os\n\n\n" + function(f"return {FORMULA}"), CALL),
+    "with its proven definition": (OWN_DEF + function(f"return {FORMULA}"), CALL),
+    "a definition that is not the helper": (
+        OWN_DEF.replace("bs * num_steps", "bs") + function(f"return {FORMULA}"),
+        "is bound at module level by a def at line 1",
+    ),
+    "a top-level use above where it would be defined": (
+        f"import os\nX = {FORMULA}\nimport sys\n",
+        "would be defined after code that may call it",
+    ),
+    "a local of the same name": (
+        OWN_DEF + function(f"{USED} = 7\nreturn {FORMULA}"),
+        "is bound in f()",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("source", "expected"), OWN.values(), ids=OWN.keys())
+def test_the_helpers_module_calls_its_own_definition_or_refuses(
+    source: str, expected: str
+) -> None:
+    """No import of a helper into its own module (it would run half made): the
+    call is the plain name, bound by the module's proven ``def`` (added where it
+    is missing), where that runs before the call; else one line says why."""
+    if not expected.startswith(USED):
+        with pytest.raises(RewriteRefused) as refused:
+            rewrite_text(source, f"{H}.py", OPTIONS)
+        assert expected in str(refused.value) and "\n" not in str(refused.value)
+        return
+    result = rewrite_text(source, f"{H}.py", OPTIONS)  # the gate has passed it
+    assert f"return {expected}\n" in result.text
+    assert "import" not in result.text.replace("import os\n", "")
+    namespace: dict = {}
+    exec(compile(result.text, f"{H}.py", "exec"), namespace)
+    assert namespace["f"](11, 3, 4, 2) == 11 * 3 + 4 * 2
+    assert rewrite_text(result.text, f"{H}.py", OPTIONS).text == result.text
+
+
+def test_the_gate_binds_added_definitions_where_they_stand() -> None:
+    """A definition the rewrite adds counts from where it is, as an import does:
+    after a top-level call of it the module would fail at import."""
+    original = f"X = {FORMULA}\n"
+    verify(original, OWN_DEF + f"X = {CALL}\n", H, definitions=frozenset({USED}))
+    with pytest.raises(NotEqual) as refused:
+        verify(
+            original, f"X = {CALL}\n\n\n" + OWN_DEF, H, definitions=frozenset({USED})
+        )
+    assert "before its definition" in str(refused.value)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,7 +26,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from project_snapshot import Snapshot
+from project_snapshot import commit_all as _commit_all
+from project_snapshot import git as _git
 
+# One worker runs them all under pytest-xdist: the hook environment (the session's
+# PRE_COMMIT_HOME) is then built once, not once per worker.
+pytestmark = pytest.mark.xdist_group("pre-commit")
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 BACKEND = "flashinfer_backend.py"  # KVI001 x2, KVI002, KVI003
@@ -67,25 +72,6 @@ def _environ(home: Path) -> dict[str, str]:
     return env
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    done = subprocess.run(
-        ["git", *args],
-        cwd=cwd,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
-def _commit_all(repo: Path, message: str) -> str:
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", message)
-    return _git(repo, "rev-parse", "HEAD")
-
-
 def _init_repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
     _git(path, "init", "-q")
@@ -109,34 +95,6 @@ def _pre_commit(cwd: Path, home: Path, *args: str, timeout: int = RUN_TIMEOUT):
         timeout=timeout,
     )
     return Outcome(done.returncode, done.stdout)
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    path: Path
-    rev: str
-
-
-@pytest.fixture(scope="session")
-def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
-    """This project's working tree, committed into a repository of its own."""
-    try:
-        listed = _git(
-            ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"
-        )
-    except (OSError, subprocess.CalledProcessError) as error:
-        pytest.skip(f"{ROOT} is not a git work tree: {error}")
-    dest = tmp_path_factory.mktemp("project") / "draft-kv-lint"
-    dest.mkdir()
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():  # a tracked file deleted in the work tree is left out
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    _git(dest, "init", "-q")
-    _git(dest, "config", "user.name", "draft-kv-lint tests")
-    _git(dest, "config", "user.email", "tests@draft-kv-lint.invalid")
-    return Snapshot(dest, _commit_all(dest, "snapshot of the working tree"))
 
 
 def _registry_unreachable(scratch: Path) -> str | None:

@@ -25,11 +25,28 @@ def test_rule_table_row_matches_the_catalogue(code: str) -> None:
     assert cells[-1] == SAFETY[rule.fix_safety]
 
 
+README_QUICKSTART = "pip install . && draft-kv-lint check fixtures/"
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     commands = re.findall(r"```sh\n(.+?)\n```", README)
-    assert commands[0] == "pip install . && draft-kv-lint check fixtures/"
+    assert commands[0] == README_QUICKSTART
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci == commands[1]
+
+
+def test_the_readme_says_what_the_tests_download() -> None:
+    """The count is the pinned list's; the size is measured on the wheels when
+    they are here (any corpus run leaves them), to the megabyte as written."""
+    from corpus import CACHE, WHEELS
+
+    said = re.search(r"(\d+) of them, every\s+release.*?(\d+) MB in all", README, re.S)
+    assert said, "the README's download sentence moved"
+    assert int(said[1]) == len(WHEELS)
+    paths = [CACHE / name for name, _ in WHEELS.values()]
+    if all(path.exists() for path in paths):
+        total = sum(path.stat().st_size for path in paths)
+        assert round(total / 1e6) == int(said[2]), total
 
 
 # --- SGLang's layout, end to end: the README's snippets, copied as they are -----------
@@ -43,11 +60,13 @@ ATTENTION = Path("python/sglang/srt/layers/attention")
 
 def test_the_layout_section_has_every_snippet() -> None:
     assert set(SNIPPETS) == {
+        "install",
         "python/pyproject.toml",
         ".flake8",
         ".isort.cfg",
         ".pre-commit-config.yaml",
         "commands",
+        "prove",
     }
     assert "select = KVI\n" in SNIPPETS[".flake8"]  # never extend-select
 
@@ -139,3 +158,98 @@ def _glob_matches(pattern: str, path: str) -> bool:
     # GitHub's paths filter: ** spans folders, * stays within one.
     regex = re.escape(pattern).replace(r"\*\*", ".*").replace(r"\*", "[^/]*")
     return re.fullmatch(regex, path) is not None
+
+
+# --- installing without a registry entry: every install command, run as printed ---
+
+PROOF_EXTRA = ("torch", "triton", "numpy", "functorch", "torchgen")
+
+
+def _placed(line: str, snapshot) -> str:
+    """A README line with the placeholders filled: a ``file://`` URL to a snapshot
+    of this repository stands in for the remote, its commit for ``<REV>``."""
+    return line.replace("<DRAFT_KV_LINT_REPO_URL>", snapshot.url).replace(
+        "<REV>", snapshot.rev
+    )
+
+
+def _install_lines() -> tuple[str, str]:
+    plain, proof = SNIPPETS["install"].strip().splitlines()
+    return plain, proof
+
+
+def test_every_install_command_names_a_git_revision_or_the_checkout() -> None:
+    """No command anywhere tells a user to fetch draft-kv-lint by name from a
+    registry; the README, the workflow and ``prove``'s section say the same."""
+    import yaml
+
+    plain, proof = _install_lines()
+    assert plain == 'pip install "draft-kv-lint @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>"'
+    assert proof == (
+        'pip install "draft-kv-lint[proof] @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>"'
+    )
+    assert SNIPPETS["prove"].splitlines()[0] == proof
+    workflow = yaml.safe_load((ROOT / "docs" / "github-workflow.yml").read_text())
+    runs = [step.get("run", "") for step in workflow["jobs"]["draft-kv-lint"]["steps"]]
+    assert plain in runs
+    # `pip install draft-kv-lint`, `'draft-kv-lint[proof]'`: a name, no `@ URL`.
+    by_name = re.compile(
+        r"pip install\s+['\"]?draft-kv-lint(\[[\w,]+\])?(?!\s*@)['\"]?(['\"\s]|$)", re.M
+    )
+    for path in [
+        ROOT / "README.md",
+        *ROOT.glob("docs/*"),
+        *ROOT.glob("lint_plugin/*.py"),
+    ]:
+        assert not by_name.search(path.read_text()), path
+
+
+def test_the_install_commands_work_as_printed(tmp_path: Path, snapshot) -> None:
+    """The quickstart's ``pip install .``, the README's and the workflow's git
+    installs, and the command ``prove`` prints without the ``[proof]`` extra, each
+    run as printed in an environment of its own (``install_env``), offline."""
+    import shlex
+
+    from install_env import Environment
+
+    env = Environment(tmp_path / "venv")
+    env.see(exclude=PROOF_EXTRA)  # what the plain install needs, no torch
+    plain, proof = _install_lines()
+
+    def expect_the_fixtures_findings() -> None:
+        checked = env.run("draft-kv-lint check fixtures/", cwd=snapshot.path)
+        assert checked.returncode == 1, checked.stderr
+        assert {"KVI001", "KVI002", "KVI003"} <= {
+            code for _, _, code in _positions(checked.stdout)
+        }
+
+    # The quickstart, from a clean checkout (the snapshot is one).
+    install, check = (part.strip() for part in README_QUICKSTART.split("&&"))
+    done = env.run(install, cwd=snapshot.path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert env.run(check, cwd=snapshot.path).returncode == 1
+    expect_the_fixtures_findings()
+    assert env.run("pip uninstall -y draft-kv-lint").returncode == 0
+
+    # From git, as the README and the workflow say.
+    done = env.run(_placed(plain, snapshot), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    expect_the_fixtures_findings()
+
+    # prove without the extra: exit 2 and the README's own command for this install.
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    hinted = env.run("draft-kv-lint prove a.py b.py", cwd=tmp_path)
+    assert hinted.returncode == 2, hinted.stderr
+    needs, _, command = hinted.stderr.strip().partition(": ")
+    assert "needs torch, triton and numpy" in needs
+    assert shlex.split(command) == shlex.split(_placed(proof, snapshot))
+
+    # That command, as printed, once torch and triton are at hand: prove runs.
+    env.see()
+    assert env.run("pip uninstall -y draft-kv-lint").returncode == 0
+    done = env.run(command, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    proved = env.run("draft-kv-lint prove a.py b.py", cwd=tmp_path)
+    assert proved.returncode == 0, proved.stderr
+    assert "nothing to prove" in proved.stdout

@@ -14,7 +14,9 @@ Time (issue 10, item 5): the interpreted kernel runs a small grid (``REAL_GRID``
 the reference kernel the larger one (``REFERENCE_GRID``) wherever the release's
 kernel has the reference's signature. Releases whose backend class, rewrites and
 kernel are all identical to an earlier release's give identical records, so the
-proof is run once per distinct combination and reused (the output says so).
+proof is run once per distinct combination and reused (the output says so), across
+pytest-xdist's workers too (``shared_results``); within one, each class runs once
+per case (``proof_memo``: the original is read by both proofs and the overrun count).
 A backend a release lacks (aiter before 0.5.1) or cannot be driven is printed,
 never skipped silently. Run with ``-s`` for the per-release table.
 """
@@ -33,7 +35,8 @@ from pathlib import Path
 import pytest
 import torch
 from corpus import PRE_REFACTOR, attention_dir, speculative_dir
-from harness import HarnessError, Params, ReferenceDraftKernel, default_grid, run
+from harness import HarnessError, Params, ReferenceDraftKernel, default_grid
+from proof_memo import each_run_once
 
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
 from lint_plugin.proof.kernel import SIGNATURE
@@ -75,9 +78,6 @@ class BackendResult:
     reused_from: str = ""
 
 
-_RESULTS: dict[str, BackendResult] = {}
-
-
 def fix_text(text: str, unsafe: bool) -> str:
     return rewrite_text(text, "backend.py", Options(unsafe_fixes=unsafe)).text
 
@@ -92,30 +92,36 @@ def _class_dump(text: str, name: str) -> str | None:
 def _prove_backend(
     text: str, name: str, kernel_source, safe: str, unsafe: str
 ) -> BackendResult:
-    real = GuardedDraftKernel.factory(jit_kernel(kernel_source, "cpu"))
-    results = [
-        prove_class(text, fixed, name, REAL_GRID, "cpu", kernel=real)
-        for fixed in (safe, unsafe)
-    ]
-    long_overran = long_after = 0
-    if results[1].widened:
-        for params in LONG:
-            long_overran += bool(run(text, name, params, kernel=real).overruns)
-            long_after += len(run(unsafe, name, params, kernel=real).overruns)
-    reference = None
-    params = inspect.signature(jit_kernel(kernel_source, "cpu").fn).parameters
-    if list(params) == list(SIGNATURE.parameters):
-        reference = tuple(
-            prove_class(
-                text, fixed, name, REFERENCE_GRID, "cpu", kernel=ReferenceDraftKernel
-            )
+    jitted = jit_kernel(kernel_source, "cpu")
+    real = GuardedDraftKernel.factory(jitted)
+    with each_run_once() as run:
+        results = [
+            prove_class(text, fixed, name, REAL_GRID, "cpu", kernel=real)
             for fixed in (safe, unsafe)
-        )
+        ]
+        long_overran = long_after = 0
+        if results[1].widened:
+            for params in LONG:
+                long_overran += bool(run(text, name, params, kernel=real).overruns)
+                long_after += len(run(unsafe, name, params, kernel=real).overruns)
+        reference = None
+        if list(inspect.signature(jitted.fn).parameters) == list(SIGNATURE.parameters):
+            reference = tuple(
+                prove_class(
+                    text,
+                    fixed,
+                    name,
+                    REFERENCE_GRID,
+                    "cpu",
+                    kernel=ReferenceDraftKernel,
+                )
+                for fixed in (safe, unsafe)
+            )
     return BackendResult(*results, reference, long_overran, long_after)
 
 
 @pytest.mark.parametrize("version", PRE_REFACTOR)
-def test_release_proof(version):
+def test_release_proof(version, shared_results):
     kernel_source = find_kernel(speculative_dir(version))
     folder = attention_dir(version)
     lines, proven = [], 0
@@ -136,16 +142,17 @@ def test_release_proof(version):
                 ]
             ).encode()
         ).hexdigest()
-        cached = _RESULTS.get(key)
-        if cached is None:
-            try:
-                cached = _prove_backend(text, name, kernel_source, safe, unsafe)
-            except HarnessError as exc:
-                lines.append(f"  {name}: CANNOT BE DRIVEN: {exc}")
-                continue
-            cached.reused_from = version
-            _RESULTS[key] = cached
-        result = cached
+
+        def prove(text=text, name=name, safe=safe, unsafe=unsafe) -> BackendResult:
+            proven = _prove_backend(text, name, kernel_source, safe, unsafe)
+            proven.reused_from = version
+            return proven
+
+        try:
+            result = shared_results.get(f"release-proof {key}", prove)
+        except HarnessError as exc:
+            lines.append(f"  {name}: CANNOT BE DRIVEN: {exc}")
+            continue
         s, u = result.safe, result.unsafe
         reused = (
             ""

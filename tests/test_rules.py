@@ -19,9 +19,21 @@ from lint_plugin.source import Source
 EVERY_RULE = Settings(opt_in=OPT_IN)
 
 
-def codes(source: str) -> list[str]:
-    findings = check_source(source.encode(), "snippet.py", EVERY_RULE)
-    return [f.code for f in review(findings, source, "snippet.py")]
+def codes(source: str, path: str = "snippet.py") -> list[str]:
+    findings = check_source(source.encode(), path, EVERY_RULE)
+    return [f.code for f in review(findings, source, path)]
+
+
+def example_codes(example, folder) -> list[str]:
+    """The codes of an example, in its tree when it has one (written under
+    ``folder``, the snippet at its own path)."""
+    if not example.tree:
+        return codes(example.code)
+    for name, text in (*example.tree, (example.path, example.code)):
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return codes(example.code, str(folder / example.path))
 
 
 def full_walk_codes(source: str) -> list[str]:
@@ -33,25 +45,27 @@ def full_walk_codes(source: str) -> list[str]:
 
 
 VALID = [
-    pytest.param(code, ex.code, id=f"{code}-valid-{i}")
+    pytest.param(code, ex, id=f"{code}-valid-{i}")
     for code, rule in RULES.items()
     for i, ex in enumerate(rule.valid)
 ]
 INVALID = [
-    pytest.param(code, ex.code, id=f"{code}-invalid-{i}")
+    pytest.param(code, ex, id=f"{code}-invalid-{i}")
     for code, rule in RULES.items()
     for i, ex in enumerate(rule.invalid)
 ]
 
 
-@pytest.mark.parametrize(("code", "source"), VALID)
-def test_valid_example_has_no_finding_of_its_rule(code: str, source: str) -> None:
-    assert code not in codes(source)
+@pytest.mark.parametrize(("code", "example"), VALID)
+def test_valid_example_has_no_finding_of_its_rule(code: str, example, tmp_path) -> None:
+    assert code not in example_codes(example, tmp_path)
 
 
-@pytest.mark.parametrize(("code", "source"), INVALID)
-def test_invalid_example_has_a_finding_of_its_rule(code: str, source: str) -> None:
-    assert codes(source).count(code) == 1
+@pytest.mark.parametrize(("code", "example"), INVALID)
+def test_invalid_example_has_a_finding_of_its_rule(
+    code: str, example, tmp_path
+) -> None:
+    assert example_codes(example, tmp_path).count(code) == 1
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

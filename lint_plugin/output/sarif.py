@@ -160,7 +160,9 @@ def build_log(
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
-        if is_fixable(finding):
+        # A fix with no edit in this file (KVI007's edits another) has no
+        # replacement to give: SARIF wants at least one.
+        if is_fixable(finding) and finding.fix.edits:
             result["fixes"] = [_fix(finding, root)]
         results.append(result)
     return {

@@ -11,39 +11,44 @@ many can be fixed, on stdout after the findings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import Finding
 from lint_plugin.output import TOOL_NAME, has_unsafe_fix, is_fixable
+from lint_plugin.printable import printable
 
 _BOLD, _RED, _CYAN, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"
+_ROWS = re.compile(r"\r\n|\r|\n")
 
 
 def format_finding(finding: Finding, color: bool = False) -> str:
     marker = "[*] " if is_fixable(finding) else ""
+    # One finding, one line, whatever the file is called (lint_plugin.printable).
+    path, message = printable(finding.path), printable(finding.message)
     if color:
         return (
-            f"{_BOLD}{finding.path}{_RESET}{_CYAN}:{_RESET}{finding.row}{_CYAN}:"
+            f"{_BOLD}{path}{_RESET}{_CYAN}:{_RESET}{finding.row}{_CYAN}:"
             f"{_RESET}{finding.column}{_CYAN}:{_RESET} {_BOLD}{_RED}{finding.code}"
-            f"{_RESET} {marker}{finding.message}"
+            f"{_RESET} {marker}{message}"
         )
-    return (
-        f"{finding.path}:{finding.row}:{finding.column}: "
-        f"{finding.code} {marker}{finding.message}"
-    )
+    return f"{path}:{finding.row}:{finding.column}: {finding.code} {marker}{message}"
 
 
 def _context(finding: Finding, data: bytes | None) -> list[str]:
-    """ruff's ``full`` layout: the flagged rows, a caret line under the span."""
+    """ruff's ``full`` layout: the flagged rows, a caret line under the span.
+    Rows are Python's (``str.splitlines`` would also break at a form feed and
+    shift every row after it); control characters show as ruff shows them."""
     if data is None:
         return []
-    lines = data.decode("utf-8-sig", errors="replace").splitlines()
+    lines = _ROWS.split(data.decode("utf-8-sig", errors="replace"))
     last = min(finding.end_row, finding.row + 4, len(lines))
     rows = range(finding.row, last + 1)
     width = len(str(last))
     out = [f"{'':>{width}} |"]
     for row in rows:
-        out.append(f"{row:>{width}} | {lines[row - 1]}")
+        shown = printable(lines[row - 1], keep="\t")  # code keeps its tabs
+        out.append(f"{row:>{width}} | {shown}")
     if finding.row == finding.end_row:
         carets = "^" * max(1, finding.end_column - finding.column)
         out.append(f"{'':>{width}} | {' ' * (finding.column - 1)}{carets}")
@@ -55,7 +60,7 @@ def _fix_lines(finding: Finding) -> list[str]:
     if finding.fix is None:
         return []
     safety = "" if finding.fix.applicability == "safe" else " (unsafe)"
-    return [f"  help{safety}: {finding.fix.message}"]
+    return [f"  help{safety}: {printable(finding.fix.message)}"]
 
 
 def _plural(count: int, word: str) -> str:

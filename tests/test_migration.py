@@ -1,0 +1,152 @@
+"""The one-shot migration leaves a working tree: the real releases laid out as
+SGLang's repository (``python/sglang/...``, the wheel's own ``__init__.py``
+files), fixed with the command a maintainer runs, then every helper (and guard)
+a fixed backend imports is defined in the tree where the import says (read by
+``ast``; nothing is imported) and ``check`` reports nothing."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from corpus import ATTENTION, BACKENDS, SPECULATIVE, wheel
+
+from lint_plugin.cli import main
+from lint_plugin.formulas import HELPER_SLOTS
+from lint_plugin.package_tree import defines
+from lint_plugin.rewrite import Options, rewrite_text
+
+pytestmark = pytest.mark.corpus
+NAMES = {*HELPER_SLOTS, "assert_buffer_fits"}
+
+
+def sglang_layout(version: str, root: Path, folders: tuple[str, ...]) -> Path:
+    """``root/python/sglang/...`` from the pinned wheel: ``folders`` whole, and
+    every ``__init__.py`` on the way to them (SGLang's own folders below
+    ``sglang/`` are namespace packages: the wheel has what it has)."""
+    python = root / "python"
+    ancestors = {
+        "/".join(folder.split("/")[:depth])
+        for folder in folders
+        for depth in range(1, folder.count("/") + 1)
+    }
+    with zipfile.ZipFile(wheel(version)) as archive:
+        for member in archive.namelist():
+            inside = member.startswith(tuple(f + "/" for f in folders))
+            init = (
+                member.endswith("/__init__.py")
+                and member[: -len("/__init__.py")] in ancestors
+            )
+            if member.endswith(".py") and (inside or init):
+                archive.extract(member, python)
+    return python
+
+
+def unresolved_imports(python: Path, path: Path) -> list[str]:
+    """Helper or guard names ``path`` imports from a module of the tree that
+    does not define them, or from a module missing from the tree."""
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or node.level:
+            continue
+        names = [a.name for a in node.names if a.name in NAMES]
+        if not names:
+            continue
+        stem = python / node.module.replace(".", "/")
+        module = stem.with_suffix(".py")
+        if not module.exists():
+            module = stem / "__init__.py"
+        for name in names:
+            if not module.exists() or defines(str(module), name) is not True:
+                missing.append(f"{node.module}.{name}")
+    return missing
+
+
+def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    python = sglang_layout("0.5.12.post1", tmp_path, (ATTENTION, SPECULATIVE))
+    attention = python / ATTENTION
+    originals = {name: (attention / name).read_text() for name in BACKENDS}
+    spec_utils = python / SPECULATIVE / "spec_utils.py"
+    monkeypatch.chdir(tmp_path)
+    # Before: KVI001..KVI003 only, no broken import yet.
+    assert main(["check", "--no-config", "--statistics", "python/sglang/srt"]) == 1
+    before = capsys.readouterr().out
+    assert "KVI007" not in before
+
+    status = main(["fix", "--no-config", "--unsafe-fixes", f"python/{ATTENTION}"])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert (
+        "Added draft_kv_indices_buffer_width, draft_kv_indices_used_len to "
+        f"python/{SPECULATIVE}/spec_utils.py (imported there by 4 file(s))"
+    ) in err
+    assert "Fixed 12 site(s) (4 unsafe) in 4 file(s)." in err
+    for name in HELPER_SLOTS:
+        assert defines(str(spec_utils), name) is True
+    for name in BACKENDS:
+        assert unresolved_imports(python, attention / name) == [], name
+        # The rewrites are those of one file alone (0.5.13's call sites,
+        # tests/test_corpus_fix.py): the tree only adds the definitions.
+        alone = rewrite_text(originals[name], name, Options(unsafe_fixes=True)).text
+        assert (attention / name).read_text() == alone, name
+    assert main(["check", "--no-config", "python/sglang/srt"]) == 0
+    assert capsys.readouterr().out == "All checks passed!\n"
+    assert main(["fix", "--no-config", "--unsafe-fixes", f"python/{ATTENTION}"]) == 0
+    assert capsys.readouterr().err == "Nothing to fix.\n"
+
+
+def test_the_guard_on_0512_gets_a_definition_too(tmp_path, capsys, monkeypatch):
+    """0.5.12.post1 has no assert_buffer_fits: KVI006's fix imports it from the
+    default module, which is in the tree, and fix defines it there."""
+    python = sglang_layout("0.5.12.post1", tmp_path, (ATTENTION, SPECULATIVE))
+    monkeypatch.chdir(tmp_path)
+    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    assert main(["fix", *flags, f"python/{ATTENTION}"]) == 0
+    err = capsys.readouterr().err
+    utils = python / ATTENTION / "utils.py"
+    assert f"Added assert_buffer_fits to python/{ATTENTION}/utils.py" in err
+    assert defines(str(utils), "assert_buffer_fits") is True
+    for name in BACKENDS:
+        assert unresolved_imports(python, python / ATTENTION / name) == [], name
+    assert main(["check", "--no-config", "--extend-select", "KVI006", "python"]) == 0
+
+
+def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
+    tmp_path, capsys, monkeypatch, latest_package: Path
+) -> None:
+    root = tmp_path / "python" / "sglang"
+    for folder in ("srt/layers/attention", "srt/speculative", "kernels/ops/attention"):
+        shutil.copytree(latest_package / folder, root / folder)
+    for init in ("__init__.py", "kernels/__init__.py", "kernels/ops/__init__.py"):
+        shutil.copy(latest_package / init, root / init)
+    monkeypatch.chdir(tmp_path)
+    attention = root / "srt/layers/attention"
+    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
+    err = capsys.readouterr().err
+    assert "Fixed 2 site(s) (2 unsafe) in 2 file(s)." in err
+    assert "Added" not in err and "note:" not in err  # 0.5.23 defines them all
+    triton = (attention / "triton_backend.py").read_text()
+    assert (
+        "\nfrom sglang.kernels.ops.attention.utils import assert_buffer_fits\n"
+        in triton
+    )
+    assert "sglang.srt.layers.attention.utils import assert_buffer_fits" not in triton
+    # Triton's missing seq_lens_sum becomes an upper bound: the guard is on
+    # the branch where the sum is real, never after the bound.
+    common = triton[triton.index("    def common_template(") :]
+    bound = common.index("seq_lens_sum = num_seqs * self.max_context_len\n")
+    assert common[bound:].split("\n")[1].strip() == "else:"
+    assert (
+        "assert_buffer_fits(" in common[bound : common.index("generate_draft_decode")]
+    )
+    for name in ("triton_backend.py", "aiter_backend.py"):
+        assert unresolved_imports(tmp_path / "python", attention / name) == []
+    assert main(["check", *flags[:1], "--extend-select", "KVI006", "python"]) == 0
+    assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
+    assert capsys.readouterr().err.endswith("Nothing to fix.\n")
