@@ -23,6 +23,13 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
+# Ctrl-C and SIGTERM wait while the temporary file exists: from before it is
+# created until it is renamed or removed, so no moment of the write leaves one
+# behind (between ``mkstemp`` returning and the cleanup being in place, or
+# during the cleanup itself; a signal inside tempfile's lock would also hang the
+# next write). They are delivered, and acted on, right after.
+from lint_plugin.held_signals import held
+
 
 class NotWritable(OSError):
     """The file exists but the user could not write it in place."""
@@ -51,7 +58,7 @@ def write_atomic(path: str, data: bytes) -> None:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = None
-    with _terminate_as_exception(), _signals_held():
+    with _terminate_as_exception(), held():
         handle, temporary = tempfile.mkstemp(
             dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp"
         )
@@ -72,27 +79,6 @@ def write_atomic(path: str, data: bytes) -> None:
 
 class Terminated(SystemExit):
     """SIGTERM arrived: leave as the signal would have (status 143)."""
-
-
-_HELD = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait while the temporary file exists: from before it
-    is created until it is renamed or removed, so no moment of the write leaves
-    one behind (between ``mkstemp`` returning and the cleanup being in place, or
-    during the cleanup itself). They are delivered, and acted on, right after."""
-    if not hasattr(signal, "pthread_sigmask") or (
-        threading.current_thread() is not threading.main_thread()
-    ):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager

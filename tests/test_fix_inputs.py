@@ -180,25 +180,45 @@ def test_a_path_like_an_option_stays_a_path(tmp_path, capsys, monkeypatch) -> No
     assert CALL in Path(name).read_text()
 
 
-# The child writes a file atomically again and again; in each trial a real
-# signal (SIGINT or SIGTERM, sent to itself) arrives at another point of the
-# write: at the n-th line Python runs there (atomic.py, tempfile's mkstemp,
-# os). After each, no temporary file may be left and the target must be the
-# old bytes or the new ones, never anything else. (Unheld, a signal inside
-# tempfile's lock hangs the next write, and the test fails.)
+# The child writes a file atomically again and again (or a findings cache entry,
+# check's one temporary file); in each trial a real signal (SIGINT or SIGTERM,
+# sent to itself) arrives at another point of the write: at the n-th line Python
+# runs there (atomic.py, cache.py, tempfile's mkstemp, os). After each, no
+# temporary file may be left and the target must be the old bytes or the new
+# ones, never anything else. (Unheld, a signal inside tempfile's lock hangs the
+# next write, and the test fails.)
 SIGNAL_TRIALS = textwrap.dedent(
     """
     import faulthandler, json, os, signal, sys
     from lint_plugin import atomic
+    from lint_plugin.cache import Cache
+    from lint_plugin.settings import Settings
 
     # A signal in the middle of tempfile's own lock would hang the next write:
     # that is a failure too, not a test that never ends.
     faulthandler.dump_traceback_later(120, exit=True)
 
-    folder, = sys.argv[1:]
+    folder, mode = sys.argv[1:]
     target = os.path.join(folder, "m.py")
-    watched = ("atomic.py", "tempfile.py", os.sep + "os.py")
+    cache = Cache(os.path.join(folder, "cache"), Settings())
+    watched = ("atomic.py", "cache.py", "tempfile.py", os.sep + "os.py")
     results = {"trials": 0, "interrupted": 0, "left": 0, "torn": 0, "points": 0}
+
+    if mode == "cache":  # what SIGTERM does to check, seen from inside
+
+        def terminate(signum, frame):
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, terminate)
+
+    def leftovers():
+        return [
+            name
+            for _, _, names in os.walk(folder)
+            for name in names
+            if name.endswith(".tmp")
+        ]
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         point = 0
         while True:
@@ -219,7 +239,10 @@ SIGNAL_TRIALS = textwrap.dedent(
 
             sys.settrace(tracer)
             try:
-                atomic.write_atomic(target, new)
+                if mode == "cache":
+                    cache.put(f"{signum}-{point}", [])
+                else:
+                    atomic.write_atomic(target, new)
                 fired = seen > point
             except (KeyboardInterrupt, SystemExit):
                 fired = True
@@ -229,7 +252,7 @@ SIGNAL_TRIALS = textwrap.dedent(
             if not fired:
                 break  # past the last line of the write: every point was tried
             results["trials"] += 1
-            if sorted(os.listdir(folder)) != ["m.py"]:
+            if leftovers():
                 results["left"] += 1
             with open(target, "rb") as handle:
                 if handle.read() not in (old, new):
@@ -241,16 +264,17 @@ SIGNAL_TRIALS = textwrap.dedent(
 )
 
 
-def test_a_signal_at_any_point_of_a_write_leaves_no_temporary(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["fix", "cache"])
+def test_a_signal_at_any_point_of_a_write_leaves_no_temporary(tmp_path, mode) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", SIGNAL_TRIALS, str(tmp_path)],
+        [sys.executable, "-c", SIGNAL_TRIALS, str(tmp_path), mode],
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 0, result.stderr
     results = json.loads(result.stdout)
-    assert results["trials"] > 40  # every line of the write, for both signals
+    assert results["trials"] > (40 if mode == "fix" else 10)  # every line, both
     assert results["interrupted"] == results["trials"]
     assert (results["left"], results["torn"]) == (0, 0)
 
