@@ -69,6 +69,9 @@ class _Fixed:
     bom: bool
     encoded: bytes
     encoding: str = "utf-8"  # the file's own (PEP 263), written back in it
+    # The ``from ... import`` statements of ``after`` (helper_homes.imports_from):
+    # read from the tree the gate parsed, so planning parses nothing again.
+    imports: list[tuple[str | None, int, tuple[str, ...]]] | None = None
 
 
 def run_fix(
@@ -281,12 +284,14 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
             path, f"left unchanged: the rewrite cannot be written as {encoding}: {exc}"
         )
     try:
-        check_written(text, replace(rewrite, text=written), options)
+        tree = check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
-    # Kept until every file is planned: the trees are the gate's, not needed now.
+    from lint_plugin.helper_homes import imports_from
+
+    # Kept until every file is planned: what its imports are, not its trees.
     rewrite.parsed_original = rewrite.original_names = None
-    return _Fixed(raw, after, rewrite, bom, encoded, encoding)
+    return _Fixed(raw, after, rewrite, bom, encoded, encoding, imports_from(tree))
 
 
 def _outside(path: str, roots: Sequence[str] | None) -> str | None:

@@ -358,9 +358,10 @@ def _no_finding_gained(
             )
 
 
-def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
+def check_written(original: str, rewrite: Rewrite, options: Options) -> ast.Module:
     """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
-    program (with the unsafe fixes' stated replacements, and only those)."""
+    program (with the unsafe fixes' stated replacements, and only those).
+    Returns the tree of ``rewrite.text``."""
     reference, tree = original, None
     if rewrite.unsafe_edits:
         reference = splice(original, rewrite.unsafe_edits)
@@ -384,7 +385,7 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
         except (DefinitionRefused, SyntaxError) as exc:
             raise RewriteRefused(f"rewrite refused: {exc}") from None
     try:
-        verify(
+        return verify(
             reference,
             final,
             options.helpers_module,

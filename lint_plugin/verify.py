@@ -60,7 +60,7 @@ def verify(
     reference_names: ModuleNames | None = None,
     definitions: frozenset[str] = frozenset(),
     helpers_file: bool = False,
-) -> None:
+) -> ast.Module:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
 
@@ -73,12 +73,14 @@ def verify(
     original did not (``final`` is the helpers module itself, and the caller
     has proven each definition): left out of the comparison as the helpers'
     imports are, and bound where they stand. ``helpers_file``: the texts are
-    the helpers module itself, where its proven definitions are the helpers."""
+    the helpers module itself, where its proven definitions are the helpers.
+    Returns ``final``'s tree (what is written, parsed once)."""
     try:
         before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
     except SyntaxError as exc:
         raise NotEqual(str(exc)) from None
+    written = after
     own = helpers_file or bool(definitions)
     names_after = ModuleNames(after, final, helpers_module, own=own)
     assume = (
@@ -104,6 +106,7 @@ def verify(
     if not _equal(canon, before.body, after.body, changed, texts):
         why = _unresolved(changed[-1:], names_after.calls()) if changed else None
         raise NotEqual(why or _first_difference(canon, before, after))
+    return written
 
 
 def _unresolved(pairs, calls) -> str | None:
