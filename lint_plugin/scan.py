@@ -216,6 +216,7 @@ class _Layout:
     ) -> None:
         self.text = text
         self.lines = lines
+        self.strings = strings
         self.aliases = aliases
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
@@ -300,16 +301,18 @@ class _Layout:
 
     def block_end(self, start: int) -> int:
         """The first row after ``start`` indented no deeper than it (blank lines,
-        comments and closing brackets do not end a block)."""
+        comments, closing brackets and the lines of a triple-quoted string do
+        not end a block: a string's closing quotes at column 0 are no code)."""
         if self._offsets is None:
             self._offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
         following = start + 1
         if following >= len(self.lines):
             return len(self.lines)
         position = self._offsets[following] + following  # + one "\n" per line
-        match = _block_end_pattern(_indent(self.lines[start])).search(
-            self.text, position
-        )
+        pattern = _block_end_pattern(_indent(self.lines[start]))
+        match = pattern.search(self.text, position)
+        while match is not None and self.strings.holds(match.start()):
+            match = pattern.search(self.text, match.end())
         if match is None:
             return len(self.lines)
         return following + self.text.count("\n", position, match.start())
