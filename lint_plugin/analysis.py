@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 from collections import deque
 from collections.abc import Sequence
 
@@ -39,11 +40,15 @@ from lint_plugin.facts import (
 )
 from lint_plugin.findings import Edit, Finding, Fix
 from lint_plugin.formulas import (
+    CONSTANT,
+    EFFECT,
     HELPER_SLOTS,
+    READ,
     FormulaMatch,
     find_formula_matches,
     render_call,
     render_replacement,
+    written_order,
 )
 from lint_plugin.module_scope import EmptyModuleScope, ModuleScope, TreeModuleScope
 from lint_plugin.records import field, record
@@ -93,6 +98,61 @@ def _children(node: ast.AST):
             yield value
 
 
+def _text_kept(node: ast.AST, source: Source) -> list[ast.AST]:
+    """The children of ``node`` whose text a program keeps: an annotation, and
+    an f-string's ``{expr=}`` (its text is printed beside its value)."""
+    if isinstance(node, (ast.arg, ast.AnnAssign)):
+        return [node.annotation] if node.annotation else []
+    if isinstance(node, _FUNCTIONS):
+        return [node.returns] if node.returns else []
+    if isinstance(node, ast.JoinedStr):
+        kept = []
+        for before, value in itertools.pairwise(node.values):
+            if (
+                isinstance(value, ast.FormattedValue)
+                and isinstance(before, ast.Constant)
+                and isinstance(before.value, str)
+                and before.value.rstrip().endswith("=")
+                and _squeezed(before.value.rstrip()[:-1]).endswith(
+                    _squeezed(source.segment(value.value))
+                )
+            ):
+                kept.append(value)
+        return kept
+    return []
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+# What may have an effect when evaluated (or change what is read after it).
+_EFFECTS = (
+    ast.Call,
+    ast.NamedExpr,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+_CONSTANT = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
+
+
+def _evaluation_kind(expr) -> str:
+    """What evaluating an operand does (see ``formulas.written_order``)."""
+    nodes = list(ast.walk(expr.node))
+    if any(isinstance(node, _EFFECTS) for node in nodes):
+        return EFFECT
+    if all(isinstance(node, _CONSTANT) for node in nodes):
+        return CONSTANT
+    return READ
+
+
 def _balanced(text: str) -> bool:
     depth = 0
     for char in COMMENT.sub("", text):
@@ -129,6 +189,8 @@ class _Context:
     # these are its rows (sorted, the tree's numbering) whose expressions are
     # walked too. None elsewhere.
     whole: Sequence[int] | None = None
+    # Inside an annotation or an f-string's `{expr=}`: its text is kept.
+    annotation: bool = False
 
 
 def analyze(
@@ -277,7 +339,12 @@ class _Walker:
         is_arith = AST.binop(node) is not None
         if is_arith and not parent_arith:
             self._check_arith(node, ctx)
+        kept = _text_kept(node, self.source)
         for child in _children(node):
+            if kept and child in kept and not ctx.annotation:
+                inner = _Context(ctx.scope, ctx.function, ctx.cls, ctx.whole, True)
+                self.visit(child, inner, is_arith)
+                continue
             self.visit(child, ctx, is_arith)
 
     def _remember_statement(self, node: ast.stmt, ctx: _Context) -> None:
@@ -417,9 +484,9 @@ class _Walker:
     def _check_arith(self, node: ast.AST, ctx: _Context) -> None:
         aliases = ctx.scope.aliases if ctx.scope else {}
         for match in find_formula_matches(build(node, AST, aliases)):
-            self._report_formula(match)
+            self._report_formula(match, ctx.annotation)
 
-    def _report_formula(self, match: FormulaMatch) -> None:
+    def _report_formula(self, match: FormulaMatch, in_annotation: bool) -> None:
         src = self.source
         owner_span = src.span(match.owner.node)
         if isinstance(match.owner, Sum):
@@ -451,7 +518,10 @@ class _Walker:
 
         def text_of(expr) -> str:
             text = src.segment(expr.node)
-            return one_line(text) if "\n" in text else text
+            text = one_line(text) if "\n" in text else text
+            # An argument (a keyword's value above all) takes a walrus only in
+            # parentheses.
+            return f"({text})" if isinstance(expr.node, ast.NamedExpr) else text
 
         def term_text_of(index: int) -> str:
             start, end = src.widen_to_parens(
@@ -462,15 +532,24 @@ class _Walker:
             text = src.text[start:end]
             return one_line(text) if "\n" in text else text
 
-        call = render_call(match, text_of)
-        content = render_replacement(match, text_of, term_text_of, splice)
+        order = written_order(match, _evaluation_kind)
+        keywords = order.keywords if order else ()
+        call = render_call(match, text_of, keywords, self.settings.spell(match.helper))
+        if order is not None and order.at_last and splice and not match.whole:
+            splice, edit_span = False, owner_span  # rebuilt, the call moved
+        content = render_replacement(
+            match, text_of, term_text_of, splice, call, bool(order and order.at_last)
+        )
         rule = RULES[match.code]
         message = rule.message.format(
             text=one_line(src.text[shown[0] : shown[1]]),
             args=call[call.index("(") + 1 : -1],
         )
         fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        self._add(match.code, shown, message, fix if match.fixable else None)
+        # No fix where a program keeps the text: an annotation (a string under
+        # `from __future__ import annotations`, and for tools), `{expr=}`.
+        fixable = match.fixable and order is not None and not in_annotation
+        self._add(match.code, shown, message, fix if fixable else None)
 
     # ---- the reporter the rules use ------------------------------------------
 

@@ -4,8 +4,9 @@ written, and never replacing a file the user could not have written.
 The new bytes go to a temporary file in the same folder (same file system, so the
 final rename is atomic), which then replaces the original. The original's permission
 bits are kept, and a symbolic link is written through (its target changes, the link
-stays a link), as editors do. SIGTERM during the write window is turned into an
-exception, so the temporary file is removed as it is for Ctrl-C.
+stays a link), as editors do. Ctrl-C and SIGTERM are held while the temporary file
+exists (it is written in milliseconds) and acted on right after, SIGTERM as an
+exception (exit status 143): at no moment does a signal leave a temporary file.
 
 Replacing by rename would silently "write" a read-only file, or one owned by
 someone else in a folder we may write to (the new file would be ours): both are
@@ -21,6 +22,13 @@ import stat
 import tempfile
 import threading
 from collections.abc import Iterator
+
+# Ctrl-C and SIGTERM wait while the temporary file exists: from before it is
+# created until it is renamed or removed, so no moment of the write leaves one
+# behind (between ``mkstemp`` returning and the cleanup being in place, or
+# during the cleanup itself; a signal inside tempfile's lock would also hang the
+# next write). They are delivered, and acted on, right after.
+from lint_plugin.held_signals import held
 
 
 class NotWritable(OSError):
@@ -50,7 +58,7 @@ def write_atomic(path: str, data: bytes) -> None:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = None
-    with _terminate_as_exception():
+    with _terminate_as_exception(), held():
         handle, temporary = tempfile.mkstemp(
             dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp"
         )

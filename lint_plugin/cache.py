@@ -28,6 +28,7 @@ import os
 import re
 
 from lint_plugin.findings import Edit, Finding, Fix
+from lint_plugin.held_signals import held
 from lint_plugin.settings import Settings
 
 FOLDER_NAME = ".draft_kv_lint_cache"
@@ -139,16 +140,17 @@ class Cache:
         data = _encode(key, findings, depends)
         final = os.path.join(self.folder, key)
         partial = f"{final}.{os.getpid()}.tmp"
-        try:
-            descriptor = os.open(partial, _NEW_FILE, 0o644)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-            os.replace(partial, final)  # readers see the whole entry or none
-        except OSError:
-            try:  # noqa: SIM105 - contextlib would be one more import per run
-                os.unlink(partial)
+        with held():  # a signal now would leave the partial entry behind
+            try:
+                descriptor = os.open(partial, _NEW_FILE, 0o644)
+                with os.fdopen(descriptor, "wb") as handle:
+                    handle.write(data)
+                os.replace(partial, final)  # readers see the whole entry or none
             except OSError:
-                pass
+                try:  # noqa: SIM105 - contextlib would be one more import per run
+                    os.unlink(partial)
+                except OSError:
+                    pass
 
     def _prepare(self) -> bool:
         """Create the folders once; mark the cache folder only if this tool made it."""

@@ -56,18 +56,22 @@ def check_bytes(
     cache: Cache | None = None,
     notes: list[Finding] | None = None,
 ) -> list[Finding]:
-    """Reportable findings in one file's bytes; raises ``SourceError``.
-    ``notes`` receives what a selected rule could not judge (the cache keeps
-    findings only: asking for notes checks the file afresh)."""
-    if notes is not None:
-        from lint_plugin import scan
+    """Reportable findings in one file's bytes (bytes Python would not read as
+    source are an E999, as a syntax error is). ``notes`` receives what a
+    selected rule could not judge (the cache keeps findings only: asking for
+    notes checks the file afresh)."""
+    try:
+        if notes is not None:
+            from lint_plugin import scan
 
-        found: list[Finding] = []
-        findings = scan.check_source(data, path, settings, notes=found)
-        codes = selection.codes_for(path)
-        notes += [n for n in found if n.code in codes]
-    else:
-        findings = _engine_findings(data, path, settings, cache)
+            found: list[Finding] = []
+            findings = scan.check_source(data, path, settings, notes=found)
+            codes = selection.codes_for(path)
+            notes += [n for n in found if n.code in codes]
+        else:
+            findings = _engine_findings(data, path, settings, cache)
+    except SourceError as error:
+        return [encoding_error(error, path)]
     if not findings and not may_hold_own_directive(data):
         return []  # nothing found and no KVI directive to judge (KVI100)
     # Directives first, on every finding: whether a directive is used does not
@@ -77,6 +81,19 @@ def check_bytes(
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
     return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+
+
+def encoding_error(error: SourceError, path: str) -> Finding:
+    """A file Python refuses for its encoding, reported as its syntax error."""
+    return Finding(
+        path,
+        error.row,
+        error.column,
+        error.row,
+        error.column,
+        SYNTAX_ERROR_CODE,
+        str(error),
+    )
 
 
 def _engine_findings(
@@ -218,9 +235,6 @@ def _check_serially(
             findings = check_bytes(
                 data, path, selection, settings, cache, result.notes if notes else None
             )
-        except SourceError as error:
-            result.errors.append(FileError(path, str(error)))
-            continue
         except Exception as error:  # one file must not stop the run
             result.crashes.append(
                 FileError(path, f"internal error: {type(error).__name__}: {error}")

@@ -170,6 +170,9 @@ class Plan:
     config: Config  # the configuration of the current folder: run-wide settings
     resolver: ConfigResolver
     filter_for: Callable[[str], PathFilter]
+    # Files not checked because their configuration cannot be used (in errors):
+    # the run exits 2 once the others are done.
+    unusable: int = 0
 
 
 def _per_file_ignores(values: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -208,9 +211,12 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
 
     Every file gets the configuration nearest to it (or ``--config``), and the
     command line on top; every configuration a file uses is validated before any
-    file is checked, so a bad one is a usage error, never a half-checked run."""
+    file is checked. A configuration that cannot be used stops only the files it
+    governs: each is reported (``Plan.errors``) and the run exits 2 at the end;
+    a bad ``--config`` or command line is a usage error."""
     from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
     from lint_plugin.files import Discovery, PathFilter, discover
+    from lint_plugin.findings import FileError
     from lint_plugin.selection import (
         Layer,
         PerFileSelection,
@@ -252,7 +258,12 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     filters: dict[object, PathFilter] = {}
 
     def filter_for(path: str) -> PathFilter:
-        config = resolver.for_path(path)
+        try:
+            config = resolver.for_path(path)
+        except ConfigError:
+            # Walked with the defaults: its files are reported, and a nested
+            # project below it keeps its own configuration.
+            config = Config(root=os.path.abspath("."))
         if config.path not in filters:
             base = config.exclusions()
             if args.exclude is not None:
@@ -270,18 +281,38 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
 
     selection = PerFileSelection(selection_for, lambda p: resolver.for_path(p).path)
     try:
-        run_config = resolver.for_path(".")
-        selection.for_path(".")  # a typo on the command line fails even with no file
-        found = (
-            discover(args.paths, filter_for, force_exclude=args.force_exclude)
-            if discover_files
-            else Discovery()
+        # A typo on the command line fails even with no file to check.
+        build_selection(
+            [command_line],
+            cli_per_file or (),
+            os.path.abspath("."),
+            per_file_origin=CLI_PER_FILE,
         )
-        for path in found.files:
-            selection.for_path(path)  # every configuration in use, validated now
-    except (ConfigError, SelectorError) as error:
+    except SelectorError as error:
         raise _config_error(error) from None
-    return Plan(found.files, found.errors, selection, run_config, resolver, filter_for)
+    try:
+        run_config = resolver.for_path(".")
+    except ConfigError:
+        run_config = Config(root=os.path.abspath("."))  # reported for its files
+    found = (
+        discover(args.paths, filter_for, force_exclude=args.force_exclude)
+        if discover_files
+        else Discovery()
+    )
+    # Every configuration in use is validated now; a file whose configuration
+    # cannot be used is reported and not checked, the others are.
+    files, errors, unusable = [], list(found.errors), 0
+    for path in found.files:
+        try:
+            selection.for_path(path)
+        except (ConfigError, SelectorError) as error:
+            errors.append(
+                FileError(path, f"skipped, its configuration is unusable: {error}")
+            )
+            unusable += 1
+            continue
+        files.append(path)
+    return Plan(files, errors, selection, run_config, resolver, filter_for, unusable)
 
 
 def show_settings(args: argparse.Namespace, plan: Plan, path: str) -> int:
@@ -427,6 +458,7 @@ def _add_noqa(result: CheckResult) -> int:
     from lint_plugin.atomic import write_atomic
     from lint_plugin.findings import SYNTAX_ERROR_CODE
     from lint_plugin.noqa import add_noqa
+    from lint_plugin.prefilter import decoded
 
     added = 0
     for report in result.reports:
@@ -436,7 +468,9 @@ def _add_noqa(result: CheckResult) -> int:
                 rows.setdefault(finding.row, set()).add(finding.code)
         if not rows:
             continue
-        edit = add_noqa(report.data.decode("utf-8"), rows)
+        # In the file's own encoding (PEP 263), as it was read.
+        text, encoding, bom = decoded(report.data)
+        edit = add_noqa(text, rows)
         for row in edit.skipped:
             _warning(
                 f"{report.path}:{row}: no room for a noqa comment "
@@ -444,7 +478,8 @@ def _add_noqa(result: CheckResult) -> int:
             )
         if edit.added:
             try:
-                write_atomic(report.path, edit.source.encode("utf-8"))
+                prefix = b"\xef\xbb\xbf" if bom else b""
+                write_atomic(report.path, prefix + edit.source.encode(encoding))
             except OSError as error:  # read-only, someone else's: one line, go on
                 print(f"{report.path}: error: cannot write: {error}", file=sys.stderr)
                 continue
@@ -466,17 +501,11 @@ def _use_color(choice: str, stream) -> bool:
 
 def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
     from lint_plugin.check import CheckResult, FileReport, check_bytes
-    from lint_plugin.findings import FileError
-    from lint_plugin.scan import SourceError
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     result = CheckResult(files_checked=1)
-    try:
-        findings = check_bytes(data, name, plan.selection, _settings(args, plan))
-    except SourceError as error:
-        result.errors.append(FileError(name, str(error)))
-        return result
+    findings = check_bytes(data, name, plan.selection, _settings(args, plan))
     if findings:
         result.reports.append(FileReport(name, data, findings))
     return result
@@ -485,11 +514,10 @@ def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
 def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
     with it), the original when nothing could be fixed; ``--diff``: the diff."""
-    import difflib
-
+    from lint_plugin.diff import unified_diff
     from lint_plugin.findings import FileError
+    from lint_plugin.prefilter import SourceError, decoded
     from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
-    from lint_plugin.scan import SourceError, decode
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -503,7 +531,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
         selected=lambda f: selection.is_reported(f.code, name),
     )
     try:
-        text = decode(data)
+        text, encoding, bom = decoded(data)
         after = rewrite_text(text, name, options).text
     except (SourceError, SyntaxError, RewriteRefused) as error:
         print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
@@ -512,7 +540,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
         return 1
     if args.diff:
         sys.stdout.writelines(
-            difflib.unified_diff(
+            unified_diff(
                 text.splitlines(keepends=True),
                 after.splitlines(keepends=True),
                 fromfile=f"a/{name}",
@@ -520,7 +548,8 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
             )
         )
         return 1 if after != text else 0
-    sys.stdout.write(after)
+    # In the buffer's own encoding (its coding cookie, its BOM).
+    sys.stdout.buffer.write((b"\xef\xbb\xbf" if bom else b"") + after.encode(encoding))
     return 0
 
 
@@ -614,7 +643,7 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report)
 
-    if result.crashes:
+    if result.crashes or plan.unusable:
         return 2
     if args.exit_zero:
         return 0
@@ -815,6 +844,8 @@ def run_fix_command(args: argparse.Namespace) -> int:
         check=args.check,
         roots=args.paths or ["."],
     )
+    if plan.unusable:
+        return 2  # a configuration could not be used: its files were not fixed
     return max(status, 1 if plan.errors else 0)
 
 

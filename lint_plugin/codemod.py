@@ -18,6 +18,7 @@ import argparse
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
+from lint_plugin.collection import released
 from lint_plugin.rewrite import (
     DEFAULT_HELPERS_MODULE,
     Options,
@@ -63,6 +64,8 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
         except (RewriteRefused, SyntaxError) as exc:
             self.warn(str(exc))
             raise SkipFile(str(exc)) from None
+        finally:
+            released()  # the file's trees
         for finding in result.applied:
             if finding.fix.applicability == "unsafe":
                 self.warn(f"{finding.row}:{finding.column}: {finding.fix.message}")

@@ -268,12 +268,19 @@ class ConfigResolver:
 
     def __init__(self, fixed: Config | None = None) -> None:
         self.fixed = fixed
-        self._by_folder: dict[str, Config] = {}
-        self._by_file: dict[str, Config] = {}
+        self._by_folder: dict[str, Config | ConfigError] = {}
+        self._by_file: dict[str, Config | ConfigError] = {}
         self._default = Config(root=os.path.abspath("."))
 
     def for_path(self, path: str) -> Config:
-        """Raises ConfigError for a configuration that cannot be used."""
+        """Raises ConfigError for a configuration that cannot be used (each time
+        it is asked for a file it governs; the file is read once)."""
+        config = self._governing(path)
+        if isinstance(config, ConfigError):
+            raise config
+        return config
+
+    def _governing(self, path: str) -> Config | ConfigError:
         if self.fixed is not None:
             return self.fixed
         folder = os.path.abspath(path)
@@ -288,7 +295,12 @@ class ConfigResolver:
             visited.append(folder)
             found = _config_in(folder)
             if found is not None:
-                config = self._by_file.get(found) or load_config(found)
+                config = self._by_file.get(found)
+                if config is None:
+                    try:
+                        config = load_config(found)
+                    except ConfigError as error:
+                        config = error
                 self._by_file[found] = config
                 break
             parent = os.path.dirname(folder)

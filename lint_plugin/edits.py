@@ -1,7 +1,8 @@
 """Applying the engine's edits to text: the one way ``fix`` changes an expression.
 
 The edits are exactly those ``check --output-format json`` reports. Comments that
-sat inside a replaced expression are not dropped: they move, unchanged, onto their
+sat inside a replaced expression are not dropped: they move, character for
+character, onto their
 own lines just above the expression's first line when that line cannot begin
 inside a string, a backslash continuation or another edit, else above the
 statement it belongs to (whose first line is never inside a string or a
@@ -149,7 +150,8 @@ def apply_edits_with_rows(
             row = anchor(row)
         line = text[starts[row - 1] : starts[row] if row < len(starts) else None]
         indent = line[: len(line) - len(line.lstrip(" \t\f"))].replace("\f", "")
-        block = "".join(f"{indent}{c.strip()}\n" for c in comments)
+        # Every character of a comment is kept, trailing spaces included.
+        block = "".join(f"{indent}{c}\n" for c in comments)
         inserts.setdefault(starts[row - 1], []).append(block)
         anchor_rows.append(row)
     pieces: list[str] = []

@@ -3,9 +3,10 @@
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
-regular file, too large, not UTF-8, does not parse, rewrite refused by the gate,
-not writable, a link leading outside the named paths, a module of the tree that
-could not be given the definitions its importers need); 2 usage or internal error
+regular file, too large, not readable as Python source, does not parse, rewrite
+refused by the gate, not writable, a link leading outside the named paths, a
+module of the tree that could not be given the definitions its importers need);
+2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
 The gate: the bytes about to be written are decoded, parsed and proved equal to the
@@ -13,8 +14,10 @@ original (:mod:`lint_plugin.verify`); otherwise the file is left byte-identical.
 Definitions added to a module of the tree have a gate of their own
 (:mod:`lint_plugin.helper_homes`).
 
-A file's bytes are kept as they were outside the rewritten statements: its BOM,
-each line's ending (LF, CRLF, lone CR, or a mix) and its mode. Writes go to a
+A file's bytes are kept as they were outside the rewritten statements: its
+encoding (read as Python reads it, PEP 263: a coding cookie, a BOM, and written
+back in it), each line's ending (LF, CRLF, lone CR, or a mix) and its mode. A
+file Python would refuse for its encoding is refused. Writes go to a
 temporary file in the same folder that is renamed over the original, so a file is
 never half written.
 """
@@ -22,7 +25,6 @@ never half written.
 from __future__ import annotations
 
 import codecs
-import difflib
 import os
 import re
 import sys
@@ -31,8 +33,11 @@ from dataclasses import dataclass, replace
 from typing import TextIO
 
 from lint_plugin.atomic import write_atomic
+from lint_plugin.collection import released
+from lint_plugin.diff import opcodes, unified_diff
 from lint_plugin.files import read_regular_file
 from lint_plugin.findings import FileError
+from lint_plugin.prefilter import SourceError, decoded
 from lint_plugin.printable import printable
 from lint_plugin.rewrite import (
     Options,
@@ -41,7 +46,6 @@ from lint_plugin.rewrite import (
     check_written,
     rewrite_text,
 )
-from lint_plugin.scan import SourceError, decode
 
 
 @dataclass
@@ -64,6 +68,10 @@ class _Fixed:
     rewrite: Rewrite
     bom: bool
     encoded: bytes
+    encoding: str = "utf-8"  # the file's own (PEP 263), written back in it
+    # The ``from ... import`` statements of ``after`` (helper_homes.imports_from):
+    # read from the tree the gate parsed, so planning parses nothing again.
+    imports: list[tuple[str | None, int, tuple[str, ...]]] | None = None
 
 
 def run_fix(
@@ -94,7 +102,10 @@ def run_fix(
     fixed: list[tuple[str, _Fixed]] = []
     for path in files:
         try:
-            outcome = _fix_one(path, options)
+            try:
+                outcome = _fix_one(path, options)
+            finally:
+                released()  # the file's trees
         except RecursionError:
             outcome = FileError(path, "nested too deeply to rewrite, left unchanged")
         except Exception as error:  # one file must not stop the others
@@ -193,7 +204,7 @@ def run_fix(
 
 def _write_diff(out: TextIO, path: str, before: str, after: str) -> None:
     out.writelines(
-        difflib.unified_diff(
+        unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
             fromfile=_diff_name("a", path),
@@ -202,17 +213,17 @@ def _write_diff(out: TextIO, path: str, before: str, after: str) -> None:
     )
 
 
-def read_for_fix(path: str) -> tuple[bool, str] | str:
-    """``(has a BOM, text as decoded)`` of a file ``fix`` may rewrite, or why
-    it cannot be read."""
+def read_for_fix(path: str) -> tuple[bool, str, str] | str:
+    """``(has a BOM, text as decoded, its encoding)`` of a file ``fix`` may
+    rewrite, read as Python reads it (PEP 263), or why it cannot be read."""
     data = read_regular_file(path)
     if isinstance(data, FileError):
         return data.reason
-    bom = data.startswith(codecs.BOM_UTF8)
     try:
-        return bom, decode(data[len(codecs.BOM_UTF8) :] if bom else data)
+        text, encoding, bom = decoded(data)
     except SourceError as exc:
-        return str(exc)
+        return f"cannot parse, left unchanged: {exc}"
+    return bom, text, encoding
 
 
 def fix_file(
@@ -250,7 +261,7 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
     read = read_for_fix(path)
     if isinstance(read, str):
         return FileError(path, read)
-    bom, raw = read
+    bom, raw, encoding = read
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
     text = raw.replace("\r\n", "\n").replace("\r", "\n")
@@ -261,15 +272,26 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
     if not rewrite.changed:
-        return _Fixed(raw, raw, rewrite, bom, b"")
+        rewrite.parsed_original = rewrite.original_names = None
+        return _Fixed(raw, raw, rewrite, bom, b"", encoding)
     after = restore_line_endings(raw, text, rewrite.text)
-    encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode("utf-8")
-    written = encoded[len(codecs.BOM_UTF8) :] if bom else encoded
     try:
-        check_written(text, replace(rewrite, text=written.decode("utf-8")), options)
+        encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode(encoding)
+        # The gate reads the very bytes to be written, as Python will.
+        written = decoded(encoded)[0]
+    except (UnicodeError, SourceError) as exc:
+        return FileError(
+            path, f"left unchanged: the rewrite cannot be written as {encoding}: {exc}"
+        )
+    try:
+        tree = check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
-    return _Fixed(raw, after, rewrite, bom, encoded)
+    from lint_plugin.helper_homes import imports_from
+
+    # Kept until every file is planned: what its imports are, not its trees.
+    rewrite.parsed_original = rewrite.original_names = None
+    return _Fixed(raw, after, rewrite, bom, encoded, encoding, imports_from(tree))
 
 
 def _outside(path: str, roots: Sequence[str] | None) -> str | None:
@@ -307,8 +329,7 @@ def restore_line_endings(original: str, normalized: str, new: str) -> str:
     old_lines = normalized.split("\n")
     new_lines = new.split("\n")
     result: list[str] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, _, j1, j2 in matcher.get_opcodes():
+    for tag, i1, _, j1, j2 in opcodes(old_lines, new_lines):
         for offset, line in enumerate(new_lines[j1:j2]):
             if tag == "equal":
                 ending = endings[i1 + offset] if i1 + offset < len(endings) else "\n"

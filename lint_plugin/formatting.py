@@ -61,9 +61,11 @@ def format_ranges(text: str, ranges: list[tuple[int, int]], path: Path) -> str:
     pieces = formatted.split(_MARKER)[1:]
     if len(pieces) != len(chunks):
         return text
-    for (first, last, _, depth, padded), piece in zip(
+    for (first, last, body, depth, padded), piece in zip(
         chunks[::-1], pieces[::-1], strict=True
     ):  # bottom up: rows above stay put
+        if not _same_program(body, piece.split("\n", 1)[-1]):
+            continue  # a docstring re-indented, a comment re-spaced: left as is
         new = piece.rstrip("\n").split("\n")[1 + depth :]  # marker, `if True:`s
         if padded:
             new = new[:-1]  # the `pass` body
@@ -96,6 +98,26 @@ def _chunk(statement: list[str], unit: str) -> tuple[str, int, bool] | None:
     if _compiles(text):
         return text, depth, True
     return None
+
+
+def _same_program(before: str, after: str) -> bool:
+    """Did formatting change layout only: the same tree (a docstring's text is
+    part of it) and every comment kept character for character?"""
+    import ast
+    import io
+    import tokenize
+    from collections import Counter
+
+    def comments(text: str) -> Counter[str]:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return Counter(t.string for t in tokens if t.type == tokenize.COMMENT)
+
+    try:
+        return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after)) and (
+            comments(before) == comments(after)
+        )
+    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError):
+        return False
 
 
 def _compiles(text: str) -> bool:

@@ -189,18 +189,94 @@ def misplaced_arguments(
 _ATOM = re.compile(r"[A-Za-z_][\w.]*|\d+")
 
 
-def render_call(match: FormulaMatch, text_of: Callable[[Expr], str]) -> str:
-    """The helper call that replaces the matched formula, arguments in role order.
+def render_call(
+    match: FormulaMatch,
+    text_of: Callable[[Expr], str],
+    keywords: Sequence[str] = (),
+    callee: str | None = None,
+) -> str:
+    """The helper call that replaces the matched formula, arguments in role order
+    (or, ``keywords``, as keyword arguments in that order).
 
-    ``text_of`` gives an expression's source text without its outer parentheses.
+    ``text_of`` gives an expression's source text without its outer parentheses;
+    ``callee`` is how the helper is spelled there (default: its name).
     """
-    return render_helper_call(
-        match.helper, [_render_arg(arg, text_of) for arg in match.args]
+    texts = [_render_arg(arg, text_of) for arg in match.args]
+    if keywords:
+        slots = [name for name, _ in HELPER_SLOTS[match.helper]]
+        texts = [f"{slot}={texts[slots.index(slot)]}" for slot in keywords]
+    return render_helper_call(callee or match.helper, texts)
+
+
+def render_helper_call(callee: str, arg_texts: Sequence[str]) -> str:
+    return f"{callee}({', '.join(arg_texts)})"
+
+
+EFFECT, READ, CONSTANT = "effect", "read", "constant"
+
+
+@record(frozen=True)
+class Order:
+    """How a helper call keeps the formula's order of evaluation."""
+
+    keywords: tuple[str, ...] = ()  # slots written as keywords, in this order
+    at_last: bool = False  # the call stands where the last matched term was
+
+
+def written_order(match: FormulaMatch, kind_of: Callable[[Expr], str]) -> Order | None:
+    """How a call can evaluate the formula's operands in the formula's order,
+    where that matters (an operand, or a term the call moves past, may have an
+    effect: a walrus, a call), or None when no call keeps it: positional
+    arguments where the first matched term was, else where the last one was,
+    else keyword arguments (evaluated as written) in the operands' order.
+
+    ``kind_of`` says what evaluating an operand does: EFFECT (it may change
+    something), READ (names, attributes: it sees what an effect changed) or
+    CONSTANT (neither). Two operands may trade places unless one has an effect
+    and the other has one too or reads."""
+    slots = [name for name, _ in HELPER_SLOTS[match.helper]]
+    if isinstance(match.owner, Product):
+        window, passed = list(match.owner.factors), []
+    else:
+        first, last = match.terms
+        window, passed = [], []
+        for index in range(first, last + 1):
+            expr = match.owner.terms[index].expr
+            if index in match.terms:
+                window += expr.factors if isinstance(expr, Product) else [expr]
+            else:
+                window.append(expr)
+                passed.append(expr)
+    position = {id(unit): index for index, unit in enumerate(window)}
+    kind = {id(unit): kind_of(unit) for unit in window}
+    if EFFECT not in kind.values():
+        return Order()
+
+    def keeps_order(units: Sequence[Expr]) -> bool:
+        for index, unit in enumerate(units):
+            for later in units[index + 1 :]:
+                if position[id(unit)] < position[id(later)]:
+                    continue
+                kinds = {kind[id(unit)], kind[id(later)]}
+                if EFFECT in kinds and CONSTANT not in kinds:
+                    return False
+        return True
+
+    by_slot = [f for arg in match.args for f in arg]
+    by_source = sorted(
+        zip(slots, match.args, strict=True),
+        key=lambda pair: min(position[id(f)] for f in pair[1]),
     )
-
-
-def render_helper_call(helper: str, arg_texts: Sequence[str]) -> str:
-    return f"{helper}({', '.join(arg_texts)})"
+    in_source = [f for _, arg in by_source for f in arg]
+    for order, units in (
+        (Order(), by_slot + passed),
+        (Order(at_last=True), passed + by_slot),
+        (Order(tuple(slot for slot, _ in by_source)), in_source + passed),
+        (Order(tuple(slot for slot, _ in by_source), True), passed + in_source),
+    ):
+        if keeps_order(units):
+            return order
+    return None
 
 
 def render_replacement(
@@ -208,16 +284,22 @@ def render_replacement(
     text_of: Callable[[Expr], str],
     term_text_of: Callable[[int], str],
     splice: bool,
+    call: str | None = None,
+    at_last: bool = False,
 ) -> str:
     """Text for the matched terms' span when ``splice``, else for the whole owner
-    rebuilt from its terms (the matched pair replaced by the call).
+    rebuilt from its terms (the matched pair replaced by the call, where the
+    first of them was, or ``at_last`` where the last was).
 
-    ``term_text_of(i)`` gives term ``i``'s text with its own parentheses.
+    ``term_text_of(i)`` gives term ``i``'s text with its own parentheses;
+    ``call`` is the call's text (default: :func:`render_call`'s).
     """
-    call = render_call(match, text_of)
+    call = call or render_call(match, text_of)
     if splice:
         return call
     first, second = match.terms
+    if at_last:
+        first, second = second, first
     parts: list[str] = []
     for index, term in enumerate(match.owner.terms):
         if index == second:

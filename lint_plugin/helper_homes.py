@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from lint_plugin.definitions import DEFINITIONS, ORDER, prove_definition
-from lint_plugin.edits import header_last_row
+from lint_plugin.edits import header_last_row, iter_statements
 from lint_plugin.facts import GUARD
 from lint_plugin.formulas import HELPER_SLOTS
 from lint_plugin.package_tree import Home, cannot_read, defines, module_home
@@ -49,6 +49,20 @@ class Needs:
     outside: dict[str, set[str]] = field(default_factory=dict)
 
 
+Imports = list[tuple[str | None, int, tuple[str, ...]]]
+
+
+def imports_from(tree: ast.Module) -> Imports:
+    """``(module, level, imported names)`` of every ``from ... import`` in
+    ``tree``, at any depth (statements only are visited: a large file's
+    expressions are most of its nodes)."""
+    return [
+        (node.module, node.level, tuple(alias.name for alias in node.names))
+        for node in iter_statements(tree)
+        if isinstance(node, ast.ImportFrom)
+    ]
+
+
 def needs_of(
     path: str,
     text: str,
@@ -56,41 +70,40 @@ def needs_of(
     reported: frozenset[str],
     settings: Settings,
     needs: Needs,
+    imports: Imports | None = None,
 ) -> None:
     """Add to ``needs`` what ``text`` (``path``'s text as it will be written)
     imports and its module lacks: names this run ``introduced`` into the file,
-    and names a selected KVI007 finding ``reported``."""
+    and names a selected KVI007 finding ``reported``. ``imports``: those of
+    ``text`` (:func:`imports_from`), when its tree has been read already."""
     from lint_plugin.rules.kvi007_undefined_helper import undefined_home
 
     wanted = (introduced | reported) & _NAMES
     if not wanted:
         return
-    try:
-        tree = parse_module(text)
-    except SyntaxError:
-        return  # the gate has refused this file already
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        trusted = settings.trusts(resolve_module(node.module, node.level, path))
-        for alias in node.names:
-            if alias.name not in wanted:
+    if imports is None:
+        try:
+            imports = imports_from(parse_module(text))
+        except SyntaxError:
+            return  # the gate has refused this file already
+    for module, level, names in imports:
+        trusted = settings.trusts(resolve_module(module, level, path))
+        for name in names:
+            if name not in wanted:
                 continue
-            home = undefined_home(alias.name, node.module, node.level, trusted, path)
+            home = undefined_home(name, module, level, trusted, path)
             if home is not None:
-                needs.found.append(
-                    Need(path, alias.name, home, alias.name in introduced)
-                )
+                needs.found.append(Need(path, name, home, name in introduced))
                 continue
-            if alias.name not in introduced:
+            if name not in introduced:
                 continue
-            home = module_home(node.module, node.level, path)
+            home = module_home(module, level, path)
             if home is None:
-                module = "." * node.level + (node.module or "")
-                needs.outside.setdefault(module, set()).add(alias.name)
+                shown = "." * level + (module or "")
+                needs.outside.setdefault(shown, set()).add(name)
             elif cannot_read(home.path):
                 # The import this run adds would not resolve: ``plan`` says why.
-                needs.found.append(Need(path, alias.name, home, True))
+                needs.found.append(Need(path, name, home, True))
 
 
 def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[str]]:
@@ -101,12 +114,19 @@ def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[s
     needs = Needs()
     for path, outcome in fixed:
         rewrite = outcome.rewrite
-        original = outcome.before.replace("\r\n", "\n").replace("\r", "\n")
+        original = (
+            outcome.before.replace("\r\n", "\n").replace("\r", "\n")
+            if rewrite.elsewhere
+            else ""
+        )
         introduced = rewrite.imported if rewrite.changed else frozenset()
         reported = reported_names(original, rewrite.elsewhere)
-        needs_of(path, rewrite.text, introduced, reported, options.settings, needs)
+        imports = outcome.imports if rewrite.changed else None
+        needs_of(
+            path, rewrite.text, introduced, reported, options.settings, needs, imports
+        )
     rewritten = {
-        os.path.abspath(path): (outcome.bom, outcome.after)
+        os.path.abspath(path): (outcome.bom, outcome.after, outcome.encoding)
         for path, outcome in fixed
         if outcome.rewrite.changed
     }
@@ -161,10 +181,13 @@ class HomeChange:
     error: str | None = None
 
 
-def plan(needs: list[Need], rewritten: dict[str, tuple[bool, str]]) -> list[HomeChange]:
+def plan(
+    needs: list[Need], rewritten: dict[str, tuple[bool, str, str]]
+) -> list[HomeChange]:
     """One change per module lacking names. ``rewritten`` maps an absolute path
-    to the BOM flag and text this run's rewrite of that file will write: a module
-    both rewritten and given definitions gets them in that text."""
+    to the BOM flag, text and encoding this run's rewrite of that file will
+    write: a module both rewritten and given definitions gets them in that text,
+    and every module is written back in its own encoding (PEP 263)."""
     from lint_plugin.fix import read_for_fix, restore_line_endings
 
     by_home: dict[str, HomeChange] = {}
@@ -184,7 +207,7 @@ def plan(needs: list[Need], rewritten: dict[str, tuple[bool, str]]) -> list[Home
             change.error = read
             changes.append(change)
             continue
-        bom, raw = read
+        bom, raw, encoding = read
         text = raw.replace("\r\n", "\n").replace("\r", "\n")
         try:
             parse_module(text)
@@ -207,7 +230,16 @@ def plan(needs: list[Need], rewritten: dict[str, tuple[bool, str]]) -> list[Home
             continue
         change.before = raw
         change.after = restore_line_endings(raw, text, new_text)
-        change.encoded = (codecs.BOM_UTF8 if bom else b"") + change.after.encode()
+        try:
+            encoded = change.after.encode(encoding)
+        except UnicodeError as exc:
+            change.error = (
+                f"cannot add {', '.join(missing)}, left unchanged: "
+                f"the definitions cannot be written as {encoding}: {exc}"
+            )
+            changes.append(change)
+            continue
+        change.encoded = (codecs.BOM_UTF8 if bom else b"") + encoded
         changes.append(change)
     return changes
 

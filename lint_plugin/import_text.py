@@ -23,10 +23,15 @@ _BETWEEN = re.compile(r"#.*|[ \t]*")
 
 
 def add_import(
-    head: str, statements: Sequence[ast.stmt], names: Iterable[str], module: str
+    head: str,
+    statements: Sequence[ast.stmt],
+    names: Iterable[str],
+    module: str,
+    aliased: Iterable[tuple[str, str]] = (),
 ) -> tuple[str, bool] | None:
     """``head`` (a module's docstring and imports, ``statements`` its top-level
-    statements) with every name in ``names`` importable from ``module``, and
+    statements) with every name in ``names`` importable from ``module`` (and each
+    ``(name, alias)`` of ``aliased`` as ``from module import name as alias``), and
     whether its last statement is then an import; None when unsure."""
     if not statements or not head.endswith("\n") or "\r" in head or "\f" in head:
         return None
@@ -34,6 +39,17 @@ def add_import(
     if not _plain(lines, statements):
         return None
     bound = _bound_names(statements)
+    aliased = sorted((n, a) for n, a in aliased if a not in bound)
+    if aliased:
+        # One `as` import at a time, each placed among the others as isort would.
+        name, alias = aliased[0]
+        index = _insertion_index(statements, module, name, has_as=True)
+        done = _inserted(lines, statements, [f"{name} as {alias}"], module, index)
+        try:
+            tree = ast.parse(done[0])
+        except SyntaxError:
+            return None
+        return add_import(done[0], tree.body, names, module, aliased[1:])
     wanted = sorted(set(names) - bound)
     last_is_import = isinstance(statements[-1], (ast.Import, ast.ImportFrom))
     if not wanted:
@@ -163,8 +179,23 @@ def _inserted(
     return "\n".join([*lines[:at], *new, *lines[at:]]), last_is_import
 
 
+def import_position(
+    statements: Sequence[ast.stmt], module: str, name: str, aliased: bool
+) -> int:
+    """Where :func:`add_import` puts an import of ``name`` among a header's
+    ``statements``: the index of the statement it goes before; an existing
+    import it merges into counts as standing right after that import."""
+    if not statements:
+        return 0
+    if not aliased:
+        existing = _existing_import(statements, module)
+        if existing is not None:
+            return list(statements).index(existing) + 1
+    return _insertion_index(statements, module, name, has_as=aliased)
+
+
 def _insertion_index(
-    statements: Sequence[ast.stmt], module: str, first_name: str
+    statements: Sequence[ast.stmt], module: str, first_name: str, has_as: bool = False
 ) -> int:
     entries: list[ImportEntry] = []
     for statement in statements:
@@ -173,7 +204,9 @@ def _insertion_index(
             first = statement.names[0]
             entry = ImportEntry(True, statement.module, first.name, bool(first.asname))
         entries.append(entry)
-    return insertion_index(entries, _is_docstring(statements[0]), module, first_name)
+    return insertion_index(
+        entries, _is_docstring(statements[0]), module, first_name, has_as
+    )
 
 
 class ImportEntry(NamedTuple):
@@ -186,7 +219,11 @@ class ImportEntry(NamedTuple):
 
 
 def insertion_index(
-    entries: Sequence[ImportEntry], docstring_first: bool, module: str, first_name: str
+    entries: Sequence[ImportEntry],
+    docstring_first: bool,
+    module: str,
+    first_name: str,
+    has_as: bool = False,
 ) -> int:
     """Where a new ``from module import first_name, ...`` goes among a module's
     top-level statements. Beside the module's own imports when there are some
@@ -201,7 +238,7 @@ def insertion_index(
         if entry.absolute == module and entry.first_name not in (None, "*")
     ]
     if own:
-        new_key = (isort_name_key(first_name), False)
+        new_key = (isort_name_key(first_name), has_as)
         for index, entry in own:
             if new_key < (isort_name_key(entry.first_name), entry.first_has_as):
                 return index

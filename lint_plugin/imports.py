@@ -23,9 +23,22 @@ from lint_plugin.import_text import ImportEntry, insertion_index, isort_name_key
 
 
 def ensure_imported(
-    module: cst.Module, names: Iterable[str], helpers_module: str
+    module: cst.Module,
+    names: Iterable[str],
+    helpers_module: str,
+    aliased: Iterable[tuple[str, str]] = (),
 ) -> cst.Module:
-    """``module`` with every name in ``names`` importable at module level."""
+    """``module`` with every name in ``names`` importable at module level, and
+    each ``(name, alias)`` of ``aliased`` imported as ``alias``."""
+    bound = _module_level_names(module)
+    for name, alias in sorted(aliased):
+        if alias in bound:
+            continue
+        body = list(module.body)
+        statement = cst.parse_statement(
+            f"from {helpers_module} import {name} as {alias}\n"
+        )
+        module = _insert(module, body, statement, helpers_module, name, True)
     wanted = sorted(set(names) - _module_level_names(module))
     if not wanted:
         return module
@@ -55,7 +68,12 @@ def ensure_imported(
     statement = cst.parse_statement(
         f"from {helpers_module} import {', '.join(wanted)}\n"
     )
-    index = _insertion_index(body, helpers_module, wanted[0])
+    return _insert(module, body, statement, helpers_module, wanted[0], False)
+
+
+def _insert(module, body, statement, helpers_module: str, first: str, has_as: bool):
+    """``module`` with the import ``statement`` placed as isort would."""
+    index = _insertion_index(body, helpers_module, first, has_as)
     if index == 1 and _is_docstring(body[0]):
         # black and ruff format keep one blank line after a module docstring.
         statement = statement.with_changes(leading_lines=[cst.EmptyLine()])
@@ -130,7 +148,9 @@ def _existing_import(body, helpers_module):
     return None
 
 
-def _insertion_index(body, helpers_module: str, first_name: str) -> int:
+def _insertion_index(
+    body, helpers_module: str, first_name: str, has_as: bool = False
+) -> int:
     entries: list[ImportEntry] = []
     for line in body:
         node = line.body[0] if isinstance(line, cst.SimpleStatementLine) else None
@@ -145,7 +165,7 @@ def _insertion_index(body, helpers_module: str, first_name: str) -> int:
             )
         entries.append(entry)
     docstring_first = bool(body) and _is_docstring(body[0])
-    return insertion_index(entries, docstring_first, helpers_module, first_name)
+    return insertion_index(entries, docstring_first, helpers_module, first_name, has_as)
 
 
 def _is_docstring(statement: cst.BaseStatement) -> bool:

@@ -460,7 +460,7 @@ def remove_unused_directives(
     from lint_plugin.scan import check_source
     from lint_plugin.settings import DEFAULT_SETTINGS
 
-    findings = check_source(text.encode(), path, settings or DEFAULT_SETTINGS)
+    findings = check_source(text, path, settings or DEFAULT_SETTINGS)
     if any(f.code == SYNTAX_ERROR_CODE for f in findings):
         return text, []
     unused = [

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 
 from lint_plugin import runtime
 from lint_plugin.poly import Canonicalizer
+from lint_plugin.source import one_line
 
 _HELPERS: Mapping[str, Callable[..., int]] = {
     "draft_kv_indices_buffer_width": runtime.draft_kv_indices_buffer_width,
@@ -38,24 +39,40 @@ class NotArithmetic(ValueError):
 
 
 def equivalent(
-    original: str, rewritten: str, trials: int = 40, seed: int = 0
+    original: str,
+    rewritten: str,
+    callees: Mapping[str, str] | None = None,
+    trials: int = 40,
+    seed: int = 0,
 ) -> str | None:
-    """None when both texts are proved equal over the integers, else why not."""
+    """None when both texts are proved equal over the integers, else why not.
+
+    ``callees``: callee text -> helper, for a helper spelled otherwise than by
+    its name (an alias, ``module.helper``)."""
     try:
         before = _parse(original)
         after = _parse(rewritten)
     except NotArithmetic as exc:
-        return str(exc)
-    canon = Canonicalizer()
+        return one_line(str(exc))
+    spelled = {**{h: h for h in _HELPERS}, **(callees or {})}
+
+    def resolve(call: ast.Call) -> str | None:
+        return spelled.get(_callee_text(call.func))
+
+    canon = Canonicalizer(resolve=resolve)
     proved = canon.canonical(before) == canon.canonical(after)
-    witness = _sampled_difference(original, rewritten, before, after, trials, seed)
+    witness = _sampled_difference(
+        original, rewritten, before, after, trials, seed, spelled
+    )
+    if witness is not None:
+        witness = one_line(witness)
     if proved and witness is None:
         return None
     if proved:  # the two opinions disagree: trust neither
         return f"proved equal but the sampled evaluation says: {witness}"
     return witness or (
-        f"`{original}` and `{rewritten}` are different polynomials "
-        "(no counterexample sampled)"
+        f"`{one_line(original)}` and `{one_line(rewritten)}` are different "
+        "polynomials (no counterexample sampled)"
     )
 
 
@@ -66,10 +83,11 @@ def _sampled_difference(
     after: ast.expr,
     trials: int,
     seed: int,
+    spelled: Mapping[str, str] | None = None,
 ) -> str | None:
     """The second opinion: a binding where the two differ, or None."""
     try:
-        atoms = sorted(_atoms(before) | _atoms(after))
+        atoms = sorted(_atoms(before, spelled) | _atoms(after, spelled))
     except RecursionError:  # too deep for the recursive interpreter: it abstains
         return None
     rng = random.Random(seed)
@@ -79,7 +97,8 @@ def _sampled_difference(
         else:
             bindings = {a: rng.randint(0, _MAX_VALUE) for a in atoms}
         try:
-            left, right = evaluate(before, bindings), evaluate(after, bindings)
+            left = evaluate(before, bindings, spelled)
+            right = evaluate(after, bindings, spelled)
         except NotArithmetic as exc:
             return str(exc)
         except RecursionError:
@@ -90,16 +109,22 @@ def _sampled_difference(
     return None
 
 
-def evaluate(node: ast.expr, bindings: Mapping[str, int]) -> int:
+def evaluate(
+    node: ast.expr,
+    bindings: Mapping[str, int],
+    spelled: Mapping[str, str] | None = None,
+) -> int:
+    """``node``'s value; ``spelled``: callee text -> helper (default: a helper
+    by its name, or any ``x.<helper>``)."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left = evaluate(node.left, bindings)
-        return _OPS[type(node.op)](left, evaluate(node.right, bindings))
+        left = evaluate(node.left, bindings, spelled)
+        return _OPS[type(node.op)](left, evaluate(node.right, bindings, spelled))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -evaluate(node.operand, bindings)
-    if isinstance(node, ast.Call) and _callee(node) in _HELPERS:
-        return _call_helper(node, bindings)
+        return -evaluate(node.operand, bindings, spelled)
+    if isinstance(node, ast.Call) and _callee(node, spelled) in _HELPERS:
+        return _call_helper(node, bindings, spelled)
     return bindings[_atom_key(node)]
 
 
@@ -110,18 +135,21 @@ _OPS: dict[type, Callable[[int, int], int]] = {
 }
 
 
-def _call_helper(node: ast.Call, bindings: Mapping[str, int]) -> int:
-    name = _callee(node)
+def _call_helper(node: ast.Call, bindings: Mapping[str, int], spelled) -> int:
+    name = _callee(node, spelled)
     params = _SIGNATURES[name]
     if any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) > len(
         params
     ):
         raise NotArithmetic(f"cannot read the arguments of {name}(...)")
-    values = {p: evaluate(a, bindings) for p, a in zip(params, node.args, strict=False)}
+    values = {
+        p: evaluate(a, bindings, spelled)
+        for p, a in zip(params, node.args, strict=False)
+    }
     for keyword in node.keywords:
         if keyword.arg not in params or keyword.arg in values:
             raise NotArithmetic(f"bad keyword {keyword.arg!r} in {name}(...)")
-        values[keyword.arg] = evaluate(keyword.value, bindings)
+        values[keyword.arg] = evaluate(keyword.value, bindings, spelled)
     if set(values) != set(params):
         raise NotArithmetic(f"{name}(...) is missing arguments")
     return _HELPERS[name](**values)
@@ -135,7 +163,17 @@ def _parse(text: str) -> ast.expr:
         raise NotArithmetic(f"`{text}` does not parse: {exc.msg}") from None
 
 
-def _callee(node: ast.Call) -> str | None:
+def _callee_text(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return None
+
+
+def _callee(node: ast.Call, spelled: Mapping[str, str] | None = None) -> str | None:
+    if spelled is not None:
+        return spelled.get(_callee_text(node.func) or "")
     func = node.func
     if isinstance(func, ast.Name):
         return func.id
@@ -153,16 +191,16 @@ def _atom_key(node: ast.expr) -> str:
     return key
 
 
-def _atoms(node: ast.expr) -> set[str]:
+def _atoms(node: ast.expr, spelled: Mapping[str, str] | None = None) -> set[str]:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return set()
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _atoms(node.left) | _atoms(node.right)
+        return _atoms(node.left, spelled) | _atoms(node.right, spelled)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _atoms(node.operand)
-    if isinstance(node, ast.Call) and _callee(node) in _HELPERS:
+        return _atoms(node.operand, spelled)
+    if isinstance(node, ast.Call) and _callee(node, spelled) in _HELPERS:
         found: set[str] = set()
         for arg in (*node.args, *(k.value for k in node.keywords)):
-            found |= _atoms(arg)
+            found |= _atoms(arg, spelled)
         return found
     return {_atom_key(node)}

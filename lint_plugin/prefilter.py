@@ -10,7 +10,14 @@ from lint_plugin import vocabulary
 
 
 class SourceError(ValueError):
-    """The file's bytes are not text this tool can read (the reason says why)."""
+    """The file's bytes are not text Python reads (the reason says why, and
+    ``row``/``column`` where, as for a syntax error: CPython refuses such a
+    file with one)."""
+
+    def __init__(self, reason: str, row: int = 1, column: int = 1) -> None:
+        super().__init__(reason)
+        self.row = row
+        self.column = column
 
 
 def could_match(data: bytes) -> bool:
@@ -23,12 +30,65 @@ def could_match(data: bytes) -> bool:
     return vocabulary.could_match(data)
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def decode(data: bytes) -> str:
-    if data.isascii():
-        return data.decode("ascii")
+    """The text Python reads from ``data`` (PEP 263: a BOM, a coding cookie in
+    the first two lines), without a BOM; raises SourceError where Python would
+    refuse the file."""
+    return decoded(data)[0]
+
+
+def decoded(data: bytes) -> tuple[str, str, bool]:
+    """``(text, encoding, bom)`` as Python reads ``data``: the text without a
+    BOM, the codec that encodes it back, whether a BOM led it."""
+    # The first two lines are where a cookie may be: most files have none.
+    head = data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or len(data)]
+    if b"coding" not in head and not data.startswith(_BOM):
+        if data.isascii():
+            return data.decode("ascii"), "utf-8", False
+        try:
+            return data.decode("utf-8"), "utf-8", False
+        except UnicodeDecodeError as exc:
+            raise _undecodable(data, exc, "UTF-8", "and no encoding declared") from None
+    return _declared(data)
+
+
+def _declared(data: bytes) -> tuple[str, str, bool]:
+    import io
+    import tokenize
+
+    bom = data.startswith(_BOM)
     try:
-        return data.decode("utf-8-sig")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        message = str(exc)
+        if bom and message.startswith("encoding problem"):
+            message = "encoding problem: the file has a UTF-8 BOM but declares another"
+        raise SourceError(f"SyntaxError: {message}", _cookie_row(data)) from None
+    body = data[len(_BOM) :] if bom else data
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    try:
+        return body.decode(codec), codec, bom
     except UnicodeDecodeError as exc:
-        raise SourceError(
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        ) from None
+        raise _undecodable(body, exc, codec, "as declared") from None
+    except LookupError as exc:  # `rot13`: a codec, but not for text
+        raise SourceError(f"SyntaxError: {exc}", _cookie_row(data)) from None
+
+
+def _undecodable(data: bytes, exc: UnicodeDecodeError, codec: str, how: str):
+    row = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    byte = data[exc.start]
+    return SourceError(
+        f"SyntaxError: not valid {codec} {how} (byte 0x{byte:02x} at offset "
+        f"{exc.start})",
+        row,
+        column,
+    )
+
+
+def _cookie_row(data: bytes) -> int:
+    first = data.split(b"\n", 1)[0]
+    return 1 if b"coding" in first or b"\n" not in data else 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,10 +28,13 @@ from lint_plugin.facts import GUARD
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.import_text import add_import
+from lint_plugin.names import ModuleNames
 from lint_plugin.noqa import apply_noqa
 from lint_plugin.oracle import equivalent
 from lint_plugin.scan import check_source
 from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE, Settings
+from lint_plugin.source import one_line
+from lint_plugin.spelling import Site, Spelling, Unspellable, plan
 from lint_plugin.verify import NotEqual, parse_module, verify
 
 
@@ -67,6 +71,9 @@ class Rewrite:
     parsed_original: tuple[str, ast.Module] | None = field(
         default=None, repr=False, compare=False
     )
+    # What the original's names mean, as the rewrite found (the gate asks the
+    # same questions of the same text: no second symtable of it).
+    original_names: ModuleNames | None = field(default=None, repr=False, compare=False)
     # The helpers (and the guard) the rewritten text calls where the original did
     # not: ``fix`` makes sure the module they are imported from defines them.
     imported: frozenset[str] = frozenset()
@@ -75,6 +82,8 @@ class Rewrite:
     defined: tuple[str, ...] = ()
     # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
     elsewhere: tuple[Finding, ...] = ()
+    # The file is the helpers module itself: its definitions are the helpers.
+    helpers_file: bool = False
 
     @property
     def changed(self) -> bool:
@@ -97,29 +106,196 @@ def rewrite_text(
     where their stated replacements are known against the original.
     """
     tree = parse_module(text)
-    current = text
+    avoid: frozenset[str] = frozenset()
+    for attempt in range(_RESPELLINGS):
+        try:
+            done = _rounds(text, tree, path, options, avoid)
+            break
+        except _Respell as respell:
+            if attempt == _RESPELLINGS - 1:
+                raise RewriteRefused(respell.reason) from None
+            avoid |= {respell.callee}
+    current, applied, unsafe_edits = done.text, done.applied, done.unsafe_edits
+    original_names = done.original_names
+    rows, plans, used, elsewhere = done.rows, done.plans, done.used, done.elsewhere
+    if not applied:
+        rewrite = _without_unused_directives(
+            Rewrite(text, elsewhere=tuple(elsewhere)), path, options
+        )
+        rewrite.parsed_original = (text, tree)
+        return rewrite
+    helpers_file = options.settings.is_helpers_file(path)
+    plain = {h for h in used if plans[h].plain}
+    defined: list[str] = []
+    if helpers_file:
+        # The helpers' own module: importing them from itself would fail while
+        # it is being imported, so it gets the definitions it lacks instead
+        # (where its plan placed them: the gate proves they run before a call).
+        from lint_plugin.helper_homes import add_definitions, missing_definitions
+
+        defined = missing_definitions(current, path, plain) if plain else []
+        new_text = add_definitions(current, defined, path) if defined else current
+        imported: set[str] = set()
+    else:
+        aliased = {(h, plans[h].alias) for h in used if plans[h].alias}
+        new_text = _add_imports(current, plain, options.helpers_module, aliased)
+        imported = set(used)
+    guard_module = None
+    if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
+        from lint_plugin.guard_home import guard_module_for
+
+        guard_module = options.guard_module or guard_module_for(tree, path)
+        new_text = _add_imports(new_text, {GUARD}, guard_module, skip_bound=True)
+        imported.add(GUARD)
+    rows = _shift_for_import(current, new_text, rows)
+    directives_moved = False
+    if options.wrap:
+        from lint_plugin.formatting import format_ranges
+
+        if new_text != current:
+            # The import lines as libcst wrote them are kept unless one is too
+            # long (a formatter would also drop a form feed or blank lines there).
+            import_rows, rows = rows[:1], rows[1:]
+            rows += _too_long(new_text, import_rows)
+        wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
+        directives_moved = _holds_directive(new_text, wanted)
+        new_text = format_ranges(new_text, wanted, Path(path))
+    rewrite = Rewrite(
+        new_text,
+        applied,
+        tuple(dict.fromkeys(unsafe_edits)),
+        imported=frozenset(imported),
+        defined=tuple(defined),
+        guard_module=guard_module,
+        elsewhere=tuple(elsewhere),
+        helpers_file=helpers_file,
+    )
+    rewrite = _without_unused_directives(rewrite, path, options)
+    if defined or directives_moved:
+        # The rounds' findings are those of the text before its import and
+        # formatting: a directive in a formatted statement may have moved off
+        # its line, and added definitions are code. Held to the text as
+        # written, then (KVI007, an import whose module lacks the name, is
+        # fix's to plan across files).
+        every = _applicable_findings(rewrite.text, path, options, False, done.settings)
+        written = [f for f in every[0] if f.code != "KVI007"]
+        _no_finding_gained(done.before, done.fixed_first, written)
+    rewrite.parsed_original = (text, tree)
+    if original_names is not None and original_names.tree is tree:
+        rewrite.original_names = original_names
+    if verify_result:
+        check_written(text, rewrite, options)
+    return rewrite
+
+
+@dataclass
+class _Done:
+    text: str
+    applied: list[Finding]
+    unsafe_edits: list[Edit]
+    rows: list[tuple[int, int]]
+    plans: dict[str, Spelling]
+    used: set[str]
+    original_names: ModuleNames | None = None
+    # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
+    elsewhere: list[Finding] = field(default_factory=list)
+    # The original's findings, the codes the first round fixed, and the settings
+    # the rounds ended with: what the written text is held to.
+    before: list[Finding] = field(default_factory=list)
+    fixed_first: Counter[str] = field(default_factory=Counter)
+    settings: Settings | None = None
+
+
+class _Respell(Exception):
+    """A spelling planned on earlier sites does not resolve at a later one."""
+
+    def __init__(self, callee: str, reason: str) -> None:
+        super().__init__(reason)
+        self.callee = callee
+        self.reason = reason
+
+
+# Spellings tried for a helper before the file is refused.
+_RESPELLINGS = 4
+
+
+def _rounds(
+    text: str, tree: ast.Module, path: str, options: Options, avoid: frozenset[str]
+) -> _Done:
+    """The engine's edits applied round by round (see :func:`rewrite_text`)."""
+    current, current_tree = text, tree
     applied: list[Finding] = []
     unsafe_edits: list[Edit] = []
-    helpers: set[str] = set()
+    plans: dict[str, Spelling] = {}
+    used: set[str] = set()
     rows: list[tuple[int, int]] = []
     anchor = statement_rows(tree)
+    settings = options.settings
+    before: list[Finding] = []
+    fixed_first: Counter[str] = Counter()
+    original_names = None
     elsewhere: list[Finding] = []
+    helpers_file = settings.is_helpers_file(path)
     for round_number in range(MAX_ROUNDS):
-        findings = _applicable_findings(current, path, options, round_number == 0)
+        first = round_number == 0
+        every, findings = _applicable_findings(current, path, options, first, settings)
+        before = every if first else before
         # A fix with no edit here edits another file (KVI007): ``fix`` plans
         # those across files; the rounds apply this file's own.
-        if round_number == 0:
+        if first:
             elsewhere = [f for f in findings if not f.fix.edits]
-        findings = [f for f in findings if f.fix.edits]
         chosen = _non_overlapping(current, findings)
         if not chosen:
             break
+        if current_tree is None:  # parsed only for a round that has edits
+            current_tree = parse_module(current, "a rewritten round")
+            anchor = statement_rows(current_tree)
+        names = ModuleNames(
+            current_tree, current, options.helpers_module, own=helpers_file
+        )
+        original_names = original_names or names
+        sites = _helper_sites(current, chosen, settings)
+        if set(sites) - set(plans):
+            for helper in sorted(set(sites) - set(plans)):
+                try:
+                    plans[helper] = plan(names, helper, sites[helper], avoid)
+                except Unspellable as exc:
+                    where = _first_site(chosen, helper, settings)
+                    raise RewriteRefused(
+                        f"{where}: cannot call {helper} there: {exc}"
+                    ) from None
+            spelled = tuple(
+                sorted((h, p.callee) for h, p in plans.items() if p.callee != h)
+            )
+            if spelled != settings.spellings:
+                settings = Settings(
+                    settings.helpers_module,
+                    settings.guard_module,
+                    settings.opt_in,
+                    spelled,
+                )
+                every, findings = _applicable_findings(
+                    current, path, options, first, settings
+                )
+                before = every if first else before
+                chosen = _non_overlapping(current, findings)
+                sites = _helper_sites(current, chosen, settings)
+        for helper, found in sites.items():
+            reason = plans[helper].holds(names, found)
+            if reason is not None:
+                where = _first_site(chosen, helper, settings)
+                raise _Respell(
+                    plans[helper].callee,
+                    f"{where}: cannot call {helper} there: {reason}",
+                )
+        used |= set(sites)
         starts = line_starts(current)
+        callees = {p.callee: helper for helper, p in plans.items()}
         for finding in chosen:
             if finding.fix.applicability == "safe":
                 for edit in finding.fix.edits:
                     start, end = offsets(edit, starts)
-                    reason = equivalent(current[start:end], edit.content)
+                    reason = equivalent(current[start:end], edit.content, callees)
                     if reason is not None:
                         raise RewriteRefused(
                             f"{finding.row}:{finding.column}: {finding.code} rewrite "
@@ -132,75 +308,71 @@ def rewrite_text(
         if round_number:
             mapped = row_mapper(current, edits)
             rows = [(mapped(a), mapped(b)) for a, b in rows]
-            anchor = statement_rows(parse_module(current, "a rewritten round"))
         current, new_rows = apply_edits_with_rows(current, edits, anchor)
+        current_tree = None
         rows += new_rows
         applied += chosen
-        helpers |= {n for edit in edits for n in _HELPER_CALL.findall(edit.content)}
-    if not applied:
-        rewrite = _without_unused_directives(
-            Rewrite(text, elsewhere=tuple(elsewhere)), path, options
-        )
-        rewrite.parsed_original = (text, tree)
-        return rewrite
-    defined: list[str] = []
-    if helpers and options.settings.is_helpers_file(path):
-        # The helpers' own module: importing them from itself would fail while
-        # it is being imported, so it gets the definitions it lacks instead.
-        from lint_plugin.helper_homes import add_definitions, missing_definitions
-
-        defined = missing_definitions(current, path, helpers)
-        new_text = add_definitions(current, defined, path) if defined else current
-        imported: set[str] = set()
+        fixed_first = fixed_first if round_number else Counter(f.code for f in chosen)
     else:
-        new_text = _add_imports(current, helpers, options.helpers_module)
-        imported = set(helpers)
-    guard_module = None
-    if any(_GUARD_CALL.search(edit.content) for edit in unsafe_edits):
-        from lint_plugin.guard_home import guard_module_for
-
-        guard_module = options.guard_module or guard_module_for(tree, path)
-        new_text = _add_imports(new_text, {GUARD}, guard_module)
-        imported.add(GUARD)
-    rows = _shift_for_import(current, new_text, rows)
-    if options.wrap:
-        from lint_plugin.formatting import format_ranges
-
-        if new_text != current:
-            # The import lines as libcst wrote them are kept unless one is too
-            # long (a formatter would also drop a form feed or blank lines there).
-            import_rows, rows = rows[:1], rows[1:]
-            rows += _too_long(new_text, import_rows)
-        wanted = _statement_ranges(new_text, _needing_format(new_text, rows))
-        new_text = format_ranges(new_text, wanted, Path(path))
-    rewrite = Rewrite(
-        new_text,
+        every = _applicable_findings(current, path, options, False, settings)[0]
+    if applied:
+        _no_finding_gained(before, fixed_first, every)
+    return _Done(
+        current,
         applied,
-        tuple(dict.fromkeys(unsafe_edits)),
-        imported=frozenset(imported),
-        defined=tuple(defined),
-        guard_module=guard_module,
-        elsewhere=tuple(elsewhere),
+        unsafe_edits,
+        rows,
+        plans,
+        used,
+        original_names,
+        elsewhere,
+        before,
+        fixed_first,
+        settings,
     )
-    rewrite = _without_unused_directives(rewrite, path, options)
-    rewrite.parsed_original = (text, tree)
-    if verify_result:
-        check_written(text, rewrite, options)
-    return rewrite
 
 
-def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
+_FORMULA_CODES = frozenset({"KVI001", "KVI002"})
+
+
+def _no_finding_gained(
+    before: list[Finding], fixed: Counter[str], after: list[Finding]
+) -> None:
+    """The rewritten text may not have more findings of any rule than the
+    original, less the ones its first round fixed (a call whose arguments read
+    as misplaced, KVI004; a guard no longer recognised, KVI006). A formula
+    (KVI001, KVI002) still there was in the original, not fixed (the engine
+    reports one formula of a sum at a time, and the next once the first is a
+    call): their number may not grow past the original's."""
+    counted = Counter(f.code for f in before)
+    left = counted - fixed
+    counts = Counter(f.code for f in after)
+    for code, number in sorted(counts.items()):
+        if number > (counted[code] if code in _FORMULA_CODES else left[code]):
+            known = Counter(f.message for f in before if f.code == code)
+            gained = [f for f in after if f.code == code]
+            new = next((f for f in gained if not known[f.message]), gained[-1])
+            raise RewriteRefused(
+                f"rewrite refused: it would add {code} at {new.row}:{new.column} "
+                f"({one_line(new.message)})"
+            )
+
+
+def check_written(original: str, rewrite: Rewrite, options: Options) -> ast.Module:
     """The gate: raise RewriteRefused unless ``rewrite.text`` is the original
-    program (with the unsafe fixes' stated replacements, and only those)."""
+    program (with the unsafe fixes' stated replacements, and only those).
+    Returns the tree of ``rewrite.text``."""
     reference, tree = original, None
     if rewrite.unsafe_edits:
         reference = splice(original, rewrite.unsafe_edits)
     elif rewrite.parsed_original and rewrite.parsed_original[0] == original:
         tree = rewrite.parsed_original[1]
+    names = rewrite.original_names if tree is not None else None
     final = rewrite.text
     if rewrite.defined:
-        # Definitions added to the helpers module itself: proven on their own,
-        # then the rest is compared as any rewrite, the names they bind bound.
+        # Definitions added to the helpers module itself: proven on their own
+        # (and the rest of the text unchanged by them), then left out of the
+        # comparison by the gate, which binds their names where they stand.
         from lint_plugin.helper_homes import (
             DefinitionRefused,
             check_added,
@@ -212,15 +384,17 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> None:
             check_added(core, final, list(rewrite.defined))
         except (DefinitionRefused, SyntaxError) as exc:
             raise RewriteRefused(f"rewrite refused: {exc}") from None
-        final = core
     try:
-        verify(
+        return verify(
             reference,
             final,
             options.helpers_module,
             rewrite.guard_module or options.guard_module or DEFAULT_GUARD_MODULE,
             reference_tree=tree,
-            also_bound=frozenset(rewrite.defined),
+            hypothetical=bool(rewrite.unsafe_edits),
+            reference_names=names,
+            definitions=frozenset(rewrite.defined),
+            helpers_file=rewrite.helpers_file,
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
@@ -234,13 +408,12 @@ LINE_LENGTH = 88
 
 
 def _applicable_findings(
-    text: str, path: str, options: Options, first_round: bool
-) -> list[Finding]:
+    text: str, path: str, options: Options, first_round: bool, settings: Settings
+) -> tuple[list[Finding], list[Finding]]:
+    """Every finding no directive suppresses, and those to apply now."""
     # The text is parsed whole before the first round and by the gate after the
     # last, so the engine's own whole-file syntax check would be a third parse.
-    findings = check_source(
-        text.encode(), path, options.settings, parsed_by_caller=True
-    )
+    findings = check_source(text, path, settings, parsed_by_caller=True)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
@@ -250,11 +423,13 @@ def _applicable_findings(
         raise RewriteRefused(
             f"rewrite refused: a rewritten round does not parse: {where}"
         )
-    findings = [f for f in apply_noqa(findings, text) if options.selected(f)]
-    return [
+    unsuppressed = apply_noqa(findings, text)
+    return unsuppressed, [
         f
-        for f in findings
-        if _applicable(f, options) and (first_round or f.fix.applicability == "safe")
+        for f in unsuppressed
+        if options.selected(f)
+        and _applicable(f, options)
+        and (first_round or f.fix.applicability == "safe")
     ]
 
 
@@ -264,6 +439,8 @@ def _non_overlapping(text: str, findings: list[Finding]) -> list[Finding]:
     starts = line_starts(text)
     spans = []
     for finding in findings:
+        if not finding.fix.edits:
+            continue  # its edits are in another file (KVI007)
         edge = [offsets(e, starts) for e in finding.fix.edits]
         spans.append((min(s for s, _ in edge), -max(e for _, e in edge), finding))
     spans.sort(key=lambda s: s[:2])
@@ -297,6 +474,14 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
         spans.append((first, last))
     spans.sort()
     starts = [first for first, _ in spans]
+    # Lines two statements share (`a = 1; b = f(x)`, `if x: y = f(x)`): a range
+    # holding one is not formatted, or the other statement would change too.
+    shared: list[int] = []
+    reach = 0
+    for first, last in spans:
+        if first <= reach:
+            shared.append(first)
+        reach = max(reach, last)
     grown = []
     for first, last in rows:
         low, high = first, last
@@ -309,8 +494,22 @@ def _statement_ranges(text: str, rows: list[tuple[int, int]]) -> list[tuple[int,
         index = bisect.bisect_right(starts, last) - 1
         if index >= 0 and spans[index][1] >= last:
             high = max(high, spans[index][1])
+        at = bisect.bisect_left(shared, low)
+        if at < len(shared) and shared[at] <= high:
+            continue
         grown.append((low, high))
     return grown
+
+
+_NOQA = re.compile(r"noqa", re.IGNORECASE)
+
+
+def _holds_directive(text: str, ranges: list[tuple[int, int]]) -> bool:
+    """Does a line of ``ranges`` (rows) hold a ``noqa`` comment?"""
+    if not ranges or _NOQA.search(text) is None:
+        return False
+    lines = text.split("\n")
+    return any(_NOQA.search(line) for a, b in ranges for line in lines[a - 1 : b])
 
 
 def _too_long(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -341,8 +540,42 @@ def _applicable(finding: Finding, options: Options) -> bool:
     return fix.applicability == "safe" or options.unsafe_fixes
 
 
-_HELPER_CALL = re.compile(rf"\b({USED_LEN}|{BUFFER_WIDTH})\(")
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")
+
+
+def _helper_sites(
+    text: str, chosen: list[Finding], settings: Settings
+) -> dict[str, list[Site]]:
+    """Helper -> the spans (rows, byte columns) of the edits that write a call
+    of it as ``settings`` spell it."""
+    patterns = {
+        helper: re.compile(rf"(?<![\w.]){re.escape(settings.spell(helper))}\(")
+        for helper in (USED_LEN, BUFFER_WIDTH)
+    }
+    lines = text.split("\n")
+    found: dict[str, list[Site]] = {}
+    for finding in chosen:
+        for edit in finding.fix.edits:
+            for helper, pattern in patterns.items():
+                if pattern.search(edit.content):
+                    start = (edit.row, _bytes(lines, edit.row, edit.column))
+                    end = (edit.end_row, _bytes(lines, edit.end_row, edit.end_column))
+                    found.setdefault(helper, []).append((start, end))
+    return found
+
+
+def _bytes(lines: list[str], row: int, column: int) -> int:
+    """The UTF-8 byte offset of 1-based character ``column`` on ``row``."""
+    line = lines[row - 1] if row - 1 < len(lines) else ""
+    return len(line[: column - 1].encode()) if not line.isascii() else column - 1
+
+
+def _first_site(chosen: list[Finding], helper: str, settings: Settings) -> str:
+    callee = settings.spell(helper)
+    for finding in chosen:
+        if any(f"{callee}(" in edit.content for edit in finding.fix.edits):
+            return f"{finding.row}:{finding.column}: {finding.code}"
+    return "1:1"
 
 
 def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
@@ -414,13 +647,25 @@ _FIRST_DEF = re.compile(r"^(?:@|class\b|def\b|async[ \t]+def\b)", re.M)
 _OPENING_COMMENTS = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*")
 
 
-def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
+def _add_imports(
+    text: str,
+    helpers: set[str],
+    helpers_module: str,
+    aliased: set[tuple[str, str]] = frozenset(),
+    *,
+    skip_bound: bool = False,
+) -> str:
+    """``text`` importing ``helpers`` (and each ``(helper, alias)``) from
+    ``helpers_module`` at the top (``skip_bound``: not the names something below
+    the top already binds)."""
+    if not helpers and not aliased:
+        return text
     cut, statements = _header(text)
     head, tail = text[:cut], text[cut:]
-    wanted = {name for name in helpers if not _bound_in(tail, name)}
-    added = add_import(head, statements, wanted, helpers_module)
+    wanted = {n for n in helpers if not (skip_bound and _bound_in(tail, n))}
+    added = add_import(head, statements, wanted, helpers_module, aliased)
     if added is None:
-        added = _add_imports_with_libcst(head, wanted, helpers_module)
+        added = _add_imports_with_libcst(head, wanted, helpers_module, aliased)
     new_head, ends_with_import = added
     if tail and new_head != head and ends_with_import:
         if not new_head.endswith("\n"):
@@ -430,7 +675,10 @@ def _add_imports(text: str, helpers: set[str], helpers_module: str) -> str:
 
 
 def _add_imports_with_libcst(
-    head: str, wanted: set[str], helpers_module: str
+    head: str,
+    wanted: set[str],
+    helpers_module: str,
+    aliased: set[tuple[str, str]] = frozenset(),
 ) -> tuple[str, bool]:
     """What :func:`add_import` does, for any header: slower (libcst's import is a
     fifth of a run), so only for the shapes it leaves."""
@@ -438,7 +686,9 @@ def _add_imports_with_libcst(
 
     from lint_plugin.imports import ensure_imported
 
-    new_module = ensure_imported(cst.parse_module(head), wanted, helpers_module)
+    new_module = ensure_imported(
+        cst.parse_module(head), wanted, helpers_module, aliased
+    )
     return new_module.code, _ends_with_import(new_module)
 
 

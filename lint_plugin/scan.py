@@ -62,21 +62,26 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 
 def check_source(
-    data: bytes,
+    data: bytes | str,
     path: str,
     settings: Settings = DEFAULT_SETTINGS,
     *,
     parsed_by_caller: bool = False,
     notes: list[Finding] | None = None,
 ) -> list[Finding]:
-    """All findings in one file's bytes; noqa and selection are the caller's.
+    """All findings in one file's bytes (or text already decoded, as fix has
+    it); noqa and selection are the caller's. Raises SourceError for bytes
+    Python would not read.
 
     ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
     ``notes`` receives what a rule could not judge (see ``analysis.analyze``).
     """
-    text = decode(data)
+    if isinstance(data, str):
+        text, data = data, data.encode("utf-8", "surrogatepass")
+    else:
+        text = decode(data)
     if not could_match(data):
         return []
     if "\r" in text:
@@ -231,8 +236,8 @@ class _Layout:
     ) -> None:
         self.text = text
         self.lines = lines
-        self.aliases = aliases
         self.strings = strings
+        self.aliases = aliases
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
         for match in _BLOCK_WORD.finditer(text):
@@ -248,6 +253,7 @@ class _Layout:
             indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
             self.blocks.append((row, indent, match.group(1), match.group(2)))
         self._block_rows = [block[0] for block in self.blocks]
+        self._parent_index: list[int] | None = None
         self._offsets: list[int] | None = None
         self._whole_rows: dict[int, bool] = {}
         self._ends: dict[int, int] = {}
@@ -277,10 +283,16 @@ class _Layout:
         sits in a class body outside any def (the line scan finds its statement)."""
         threshold = _indent(self.lines[row])
         outermost_def = None
-        index = bisect.bisect_right(self._block_rows, row) - 1
-        for block_row, indent, kind, name in reversed(self.blocks[: index + 1]):
+        at = bisect.bisect_right(self._block_rows, row) - 1
+        blocks, parents = self.blocks, self._parents()
+        # Up the chain of enclosing blocks, never through their siblings: a
+        # walk back over every earlier block (and a copy of the list for it)
+        # made check quadratic in a file or class of many small functions.
+        while at >= 0:
+            block_row, indent, kind, name = blocks[at]
             if block_row != row:
                 if indent >= threshold:
+                    at = parents[at]
                     continue
                 threshold = indent
             if kind == "def":
@@ -291,7 +303,21 @@ class _Layout:
                 return None
             if indent == 0:
                 break
+            at = parents[at]
         return outermost_def
+
+    def _parents(self) -> list[int]:
+        """For each block, the nearest block before it indented less (-1)."""
+        if self._parent_index is None:
+            parents: list[int] = []
+            open_blocks: list[int] = []
+            for at, (_, indent, _, _) in enumerate(self.blocks):
+                while open_blocks and self.blocks[open_blocks[-1]][1] >= indent:
+                    open_blocks.pop()
+                parents.append(open_blocks[-1] if open_blocks else -1)
+                open_blocks.append(at)
+            self._parent_index = parents
+        return self._parent_index
 
     def read_whole(self, row: int, name: str) -> bool:
         """Is the class at ``row`` read whole (``facts.read_whole``)?"""
@@ -304,7 +330,8 @@ class _Layout:
 
     def block_end(self, start: int) -> int:
         """The first row after ``start`` indented no deeper than it (blank lines,
-        comments and closing brackets do not end a block)."""
+        comments, closing brackets and the lines of a triple-quoted string do
+        not end a block: a string's closing quotes at column 0 are no code)."""
         if self._offsets is None:
             self._offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
         following = start + 1
@@ -315,10 +342,12 @@ class _Layout:
             return found
         position = self._offsets[following] + following  # + one "\n" per line
         # From the newline before the row: the pattern starts with "\n", which
-        # is searched for as a literal (a "^" is tried at every offset).
-        match = _block_end_pattern(_indent(self.lines[start])).search(
-            self.text, position - 1
-        )
+        # is searched for as a literal (a "^" is tried at every offset). A line
+        # start inside a triple-quoted string is no code.
+        pattern = _block_end_pattern(_indent(self.lines[start]))
+        match = pattern.search(self.text, position - 1)
+        while match is not None and self.strings.holds(match.start() + 1):
+            match = pattern.search(self.text, match.end())
         if match is None:
             found = len(self.lines)
         else:

@@ -18,6 +18,12 @@ class Settings:
     guard_module: str = DEFAULT_GUARD_MODULE
     # Opt-in rules to run (KVI006): the others are never computed.
     opt_in: frozenset[str] = frozenset()
+    # How a fix spells a helper's call where its own name is taken: helper ->
+    # callee text (an alias, ``module.helper``). Only ``fix`` sets it.
+    spellings: tuple[tuple[str, str], ...] = ()
+
+    def spell(self, helper: str) -> str:
+        return dict(self.spellings).get(helper, helper)
 
     @property
     def trusted_modules(self) -> tuple[str, ...]:

@@ -21,6 +21,8 @@ import ast
 import copy
 import warnings
 
+from lint_plugin.collection import keep_out_of_sight, paused
+from lint_plugin.names import ModuleNames
 from lint_plugin.poly import HELPER_FORMULAS, Canonicalizer
 
 
@@ -33,9 +35,11 @@ def parse_module(text: str, what: str | None = None) -> ast.Module:
     (``what`` names the text when it is not the file itself)."""
     prefix = f"{what} does not parse: " if what else ""
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), paused():
             warnings.simplefilter("ignore")
-            return ast.parse(text)
+            tree = ast.parse(text)
+        keep_out_of_sight()
+        return tree
     except SyntaxError as exc:
         from lint_plugin.source import syntax_error_position
 
@@ -52,35 +56,106 @@ def verify(
     guard_module: str | None = None,
     *,
     reference_tree: ast.Module | None = None,
-    also_bound: frozenset[str] = frozenset(),
-) -> None:
+    hypothetical: bool = False,
+    reference_names: ModuleNames | None = None,
+    definitions: frozenset[str] = frozenset(),
+    helpers_file: bool = False,
+) -> ast.Module:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
 
     ``reference_tree``: ``reference`` as already parsed (it is read, never
     changed). ``final`` is always parsed here: it is what is written.
-    ``also_bound``: names the caller proves defined elsewhere in the file (the
-    definitions ``fix`` adds to the helpers module itself)."""
+    ``hypothetical``: ``reference`` is the original with stated replacements
+    spliced in, whose helper calls mean the helpers ``final`` imports.
+    ``reference_names``: the facts of ``reference_tree``, already computed.
+    ``definitions``: helpers ``final`` defines at module level where the
+    original did not (``final`` is the helpers module itself, and the caller
+    has proven each definition): left out of the comparison as the helpers'
+    imports are, and bound where they stand. ``helpers_file``: the texts are
+    the helpers module itself, where its proven definitions are the helpers.
+    Returns ``final``'s tree (what is written, parsed once)."""
     try:
         before = reference_tree or parse_module(reference, "the original")
         after = parse_module(final, "the rewritten text")
     except SyntaxError as exc:
         raise NotEqual(str(exc)) from None
-    bound = _module_level_names(after) | also_bound  # the helpers' imports count
-    before = _drop_helper_imports(before, helpers_module, guard_module)
-    after = _drop_helper_imports(after, helpers_module, guard_module)
-    canon = Canonicalizer()
+    written = after
+    own = helpers_file or bool(definitions)
+    names_after = ModuleNames(after, final, helpers_module, own=own)
+    assume = (
+        _dropped_names(after, helpers_module, definitions) if hypothetical else None
+    )
+    names_before = reference_names
+    if (
+        names_before is None
+        or names_before.tree is not before
+        or names_before.own != own
+        or assume
+    ):
+        names_before = ModuleNames(before, reference, helpers_module, assume, own=own)
+    if ast.get_docstring(before, clean=False) != ast.get_docstring(after, clean=False):
+        raise NotEqual("the module's docstring would change")
+    before, old = _drop_helper_imports(before, helpers_module, guard_module)
+    after, new = _drop_helper_imports(after, helpers_module, guard_module, definitions)
+    _check_bindings(old, new, names_before, names_after)
+    calls = {**names_before.calls(), **names_after.calls()}
+    canon = Canonicalizer(resolve=lambda call: calls.get(id(call), (None,))[0])
     changed: list[tuple[ast.AST, ast.AST]] = []
     texts = (_Text(reference), _Text(final))
     if not _equal(canon, before.body, after.body, changed, texts):
-        raise NotEqual(_first_difference(canon, before, after))
-    # Only statements that differ can call a helper the original did not.
-    new_calls = _helper_calls([b for _, b in changed]) - _helper_calls(
-        [a for a, _ in changed]
-    )
-    unbound = sorted(new_calls - bound)
-    if unbound:
-        raise NotEqual(f"the rewritten text calls {unbound[0]} without importing it")
+        why = _unresolved(changed[-1:], names_after.calls()) if changed else None
+        raise NotEqual(why or _first_difference(canon, before, after))
+    return written
+
+
+def _unresolved(pairs, calls) -> str | None:
+    """Why a call of a helper's name in the rewritten statements is no helper."""
+    for _, new in pairs:
+        for node in ast.walk(new):
+            why = calls.get(id(node), (None, None))[1]
+            if why is not None:
+                return f"line {node.lineno}: {why}"
+    return None
+
+
+def _dropped_names(
+    tree: ast.Module, helpers_module: str, definitions: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """Name -> helper for the names top-level helpers' imports (and the added
+    ``definitions``) bind."""
+    dropped = _drop_helper_imports(tree, helpers_module, None, definitions)[1]
+    return {name: helper for name, (helper, _) in dropped.items()}
+
+
+def _check_bindings(old: dict, new: dict, names_before, names_after) -> None:
+    """The helpers' imports are left out of the comparison: a name they bind in
+    the rewritten text must either mean the same as in the original, bound as
+    early (``old``/``new``: name -> (helper, statements kept before its first
+    import)), or be new: then it means only that helper in the rewritten text,
+    and the original binds it to nothing else and no code of it uses the name."""
+    for name, (helper, rank) in new.items():
+        if name in old:
+            if old[name] != (helper, rank):
+                raise NotEqual(f"the import of `{name}` would move or change")
+            continue
+        meaning = names_after.meaning(name)
+        if meaning.why_not is not None:
+            raise NotEqual(
+                f"the rewritten text imports `{name}`, also bound by {meaning.why_not}"
+            )
+        if name in names_before.assume:
+            continue
+        earlier = names_before.meaning(name)
+        if (earlier.bound and earlier.helper != helper) or names_before.global_uses(
+            name
+        ):
+            raise NotEqual(
+                f"the rewritten text imports `{name}`, a name the original uses"
+            )
+    lost = sorted(set(old) - set(new))
+    if lost:
+        raise NotEqual(f"the rewritten text no longer imports `{lost[0]}`")
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
@@ -180,60 +255,61 @@ def _header(node: ast.stmt) -> list:
     ]
 
 
-def _helper_calls(trees: list[ast.AST]) -> set[str]:
-    return {
-        node.func.id
-        for tree in trees
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in HELPER_FORMULAS
-    }
-
-
-def _module_level_names(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
-    for statement in tree.body:
-        if isinstance(statement, ast.ImportFrom):
-            names.update(a.asname or a.name for a in statement.names)
-        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(statement.name)
-    return names
-
-
 # KVI006's guard, imported by an unsafe fix from the guard module.
 _GUARD = "assert_buffer_fits"
 
 
 def _drop_helper_imports(
-    tree: ast.Module, helpers_module: str, guard_module: str | None = None
-) -> ast.Module:
-    """``tree`` without the helpers' (and the guard's) imports; ``tree`` itself is
-    left as it was, so a caller may hand in a tree it keeps."""
-    body = []
+    tree: ast.Module,
+    helpers_module: str,
+    guard_module: str | None = None,
+    definitions: frozenset[str] = frozenset(),
+) -> tuple[ast.Module, dict[str, tuple[str, int]]]:
+    """``tree`` without the helpers' (and the guard's) top-level imports and
+    the top-level ``def`` of each helper in ``definitions``, and for each name
+    such an import (or def) binds: the helper, and how many kept statements come
+    before its first binding. ``tree`` itself is left as it was, so a caller may
+    hand in a tree it keeps."""
+    body: list[ast.stmt] = []
+    bound: dict[str, tuple[str, int]] = {}
     for statement in tree.body:
+        if (
+            isinstance(statement, ast.FunctionDef)
+            and statement.name in definitions
+            and statement.name in HELPER_FORMULAS
+        ):
+            bound.setdefault(statement.name, (statement.name, len(body)))
+            continue
         if not (isinstance(statement, ast.ImportFrom) and statement.level == 0):
             body.append(statement)
             continue
-        dropped: frozenset[str] = frozenset()
         if statement.module == helpers_module:
-            dropped = frozenset(HELPER_FORMULAS)
+            for alias in statement.names:
+                if alias.name in HELPER_FORMULAS:
+                    bound.setdefault(
+                        alias.asname or alias.name, (alias.name, len(body))
+                    )
+
+            def dropped(alias: ast.alias) -> bool:
+                return alias.name in HELPER_FORMULAS  # under any name: see above
+
         elif guard_module is not None and statement.module == guard_module:
-            dropped = frozenset({_GUARD})
-        if dropped:
-            # The order of the names left (aliases: `... as used_len`) is no part
-            # of the program: merging the helpers in sorts them.
-            names = sorted(
-                (
-                    a
-                    for a in statement.names
-                    if not (a.asname is None and a.name in dropped)
-                ),
-                key=lambda a: (a.name, a.asname or ""),
-            )
-            if not names:
-                continue
-            statement = copy.copy(statement)
-            statement.names = names
+
+            def dropped(alias: ast.alias) -> bool:
+                return alias.name == _GUARD and alias.asname is None
+
+        else:
+            body.append(statement)
+            continue
+        # The order of the names left is no part of the program: merging the
+        # helpers in sorts them.
+        names = sorted(
+            (a for a in statement.names if not dropped(a)),
+            key=lambda a: (a.name, a.asname or ""),
+        )
+        if not names:
+            continue
+        statement = copy.copy(statement)
+        statement.names = names
         body.append(statement)
-    return ast.Module(body, tree.type_ignores)
+    return ast.Module(body, tree.type_ignores), bound

@@ -67,8 +67,13 @@ forward_batch.spec_info.kv_indices = kv_indices_buffer[i][
 
 ## Fix safety
 Safe: the helper returns exactly `seq_lens_sum * topk + bs * num_steps`, and `fix`
-checks each rewrite against the original over many integer inputs before writing.
-Arguments keep their source text; other terms of a longer sum are kept.
+proves each rewritten file the same program before writing it. Arguments keep
+their source text; other terms of a longer sum are kept. The call is spelled so
+that it calls the helper where it stands (an alias or the module's attribute
+where the name is taken there). Where an operand or a term between the two may
+have an effect (a call, a walrus), the order of evaluation is kept (keyword
+arguments in the order written) or there is no fix; a formula in an annotation
+has none.
 """,
     valid=(
         Example(_BACKEND.format(slice=_FIXED_SLICE)),

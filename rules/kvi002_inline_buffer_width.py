@@ -57,6 +57,9 @@ kv_indices = torch.empty(
 ## Fix safety
 Safe: the helper returns the same product; the only new behaviour is upstream's
 assertion that the width stays below 2**31, which the int32 kernel needs anyway.
+As for KVI001, the call is spelled so that it calls the helper where it stands,
+keeps the order of evaluation where a factor may have an effect, and a formula in
+an annotation has no fix.
 """,
     valid=(
         Example("w = max_bs * self.max_context_len\n"),

@@ -899,7 +899,7 @@ def _unsafe_fix(cls: ClassFacts, site, allocation, facts, report) -> Fix | None:
         note = f"{count_text} is replaced by the sequence count {seqs} times topk"
         count_text = seqs
     content = render_helper_call(
-        BUFFER_WIDTH,
+        report.settings.spell(BUFFER_WIDTH),
         (count_text, f"self.{cls.topk_attr}", report.source.segment(mcl)),
     )
     message = f"Size the row with `{content}` (changes the allocation: {note})"

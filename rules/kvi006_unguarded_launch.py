@@ -404,7 +404,7 @@ def _fix(cls: ClassFacts, launch: Launch, buffer, report) -> tuple[Fix | None, s
     )
     buffer_text = report.source.segment(buffer)
     lines = [
-        f"{_REQUIRED} = {USED_LEN}(",
+        f"{_REQUIRED} = {report.settings.spell(USED_LEN)}(",
         f"    {seq_lens_sum}, self.{cls.topk_attr}, {bs}, {step}",
         ")",
         f"{GUARD}(",

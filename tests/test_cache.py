@@ -77,7 +77,7 @@ def test_a_file_that_cannot_match_is_dismissed_like_the_engine_does(
         engine.out,
         engine.err,
     )
-    assert "KVI100" in engine.out and "not valid UTF-8" in engine.err
+    assert "KVI100" in engine.out and "E999 SyntaxError: not valid UTF-8" in engine.out
     assert entries(tmp_path / "c") == []
 
 

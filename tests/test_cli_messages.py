@@ -241,12 +241,19 @@ def test_an_undecodable_byte_in_a_name_is_shown_as_its_byte(tree, run):
 
 
 def test_error_lines_are_one_line_too(tree, run):
+    # Bytes Python refuses are the file's E999 (as a syntax error is); a file
+    # whose configuration cannot be used is an error line of its own.
     (tree / "bad\nname.py").write_bytes(b"s = '\xff'\n")
     result = run("check", "bad\nname.py")
-    assert (
-        result.err
-        == "bad\u240aname.py: error: not valid UTF-8 (byte 0xff at offset 5)\n"
+    assert result.out.splitlines()[0] == (
+        "bad\u240aname.py:1:6: E999 SyntaxError: not valid UTF-8 and no encoding "
+        "declared (byte 0xff at offset 5)"
     )
+    (tree / "pyproject.toml").write_text("[tool.draft-kv-lint\n")
+    result = run("check", "bad\nname.py")
+    assert result.status == 2
+    (line,) = result.err.splitlines()
+    assert line.startswith("bad\u240aname.py: error: skipped, its configuration ")
 
 
 def test_full_format_shows_control_characters_in_code_as_ruff_does(tree, run):
@@ -324,9 +331,10 @@ def test_every_usage_error_prints_its_subcommands_usage(tree, run, argv):
 
 
 def test_a_configuration_error_names_the_file_without_a_usage(tree, run):
+    # Reported for each file it governs (the others are still checked), exit 2.
     (tree / "pyproject.toml").write_text('[tool.draft-kv-lint]\nselect = ["KVX"]\n')
     (tree / "a.py").write_text("x = 1\n")
     result = run("check", "a.py")
     assert result.status == 2
-    assert result.err.startswith("draft-kv-lint: error: ")
+    assert result.err.startswith("a.py: error: skipped, its configuration is unusable")
     assert "pyproject.toml" in result.err and "usage:" not in result.err

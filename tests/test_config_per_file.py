@@ -83,11 +83,54 @@ def test_show_settings_names_the_file_that_applies(nested, run, fake_engine):
     assert f"Settings path: {nested / 'test' / '.draft-kv-lint.toml'}" in other
 
 
-def test_a_bad_nested_configuration_is_a_usage_error(nested, run, fake_engine):
+def test_a_bad_nested_configuration_stops_only_its_files(nested, run, fake_engine):
+    """Reported for the files it governs; the others are still checked, and
+    the run exits 2 once they are."""
     write(nested / "test" / ".draft-kv-lint.toml", 'select = ["KVX"]\n')
     result = run("check", "c.py", "test/unit/b.py")
-    assert result.status == 2 and result.out == ""
-    assert ".draft-kv-lint.toml" in result.err and "KVX" in result.err
+    assert result.status == 2
+    (line,) = result.err.splitlines()
+    assert line.startswith("test/unit/b.py: error: skipped, its configuration")
+    assert ".draft-kv-lint.toml" in line and "KVX" in line
+    assert "c.py:1:5: KVI001" in result.out
+
+
+SITE = "def f(self, seq_lens_sum, bs, i):\n    return seq_lens_sum * self.topk + bs * (i + 1)\n"
+
+
+def test_fix_leaves_the_files_of_a_bad_configuration_and_fixes_the_rest(tree, run):
+    write(tree / "test" / ".draft-kv-lint.toml", "select = [\n")
+    broken = write(tree / "test" / "b.py", SITE)
+    good = write(tree / "c.py", SITE)
+    result = run("fix", ".")
+    assert result.status == 2
+    (line,) = [line for line in result.err.splitlines() if "error" in line]
+    assert line.startswith("test/b.py: error: skipped, its configuration")
+    assert broken.read_text() == SITE
+    assert "draft_kv_indices_used_len(" in good.read_text()
+
+
+def test_an_invalid_pyproject_stops_no_other_project(tree, run, fake_engine):
+    write(tree / "one" / "pyproject.toml", "[tool.draft-kv-lint]\nselect = [\n")
+    write(tree / "one" / "a.py", ALL)
+    write(
+        tree / "two" / "pyproject.toml", '[tool.draft-kv-lint]\nselect = ["KVI001"]\n'
+    )
+    write(tree / "two" / "b.py", ALL)
+    write(tree / "one" / "deeper" / "pyproject.toml", "[tool.draft-kv-lint]\n")
+    write(tree / "one" / "deeper" / "c.py", ALL)
+    result = run("check", ".")
+    assert result.status == 2
+    errors = [line for line in result.err.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("one/a.py: error: skipped")
+    assert "invalid TOML" in errors[0]
+    assert findings(result) == [
+        "one/deeper/c.py:1:5: KVI001 [*] marker kvi001_here",
+        "one/deeper/c.py:2:5: KVI002 [*] marker kvi002_here",
+        "one/deeper/c.py:3:5: KVI003 marker kvi003_here",
+        "one/deeper/c.py:4:5: KVI004 marker kvi004_here",
+        "two/b.py:1:5: KVI001 [*] marker kvi001_here",
+    ]
 
 
 # --- globs ---------------------------------------------------------------------------

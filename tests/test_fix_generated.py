@@ -1,301 +1,330 @@
-"""``fix`` against a generator of our own: whole functions, run before and after.
+"""``fix`` against an oracle it does not share code with: CPython running the module.
 
-Each generated module holds one function with one or more formulas per statement
-(both helpers' formulas, near misses, longer sums), in random operand orders and
-groupings, with line breaks, comments before and after operators, backslash
-continuations, string literals (a docstring and a multi-line string quoting a
-formula), aliases (``k = self.topk``), formulas nested in another site's argument
-and repeated in one sum. ``fix`` runs on the file; then:
+Modules come from ``generated_modules.py`` (names, scopes, placements, side
+effects, annotations, docstrings, encodings and layouts real modules have). Each
+is fixed in place; every file ``fix`` writes is then run, with its original, in a
+child Python (``oracle_child.py``: stub helpers computed from their formulas,
+arguments drawn from a seed), and the two must behave identically: the import's
+outcome, the module's values, every function's and method's result, the
+annotations and docstrings. Many pairs share one child process.
 
-* the file compiles, and a second run changes nothing;
-* our own interpreter (``tests/interpreter.py``, never ``eval``) gives the function
-  the same value before and after, for several input bindings.
+For every written file, also: it compiles, a second run changes nothing (every
+third file: the long run is long), it has no more findings of any KVI rule than
+the original but the formulas left, its encoding, BOM and line
+endings are the original's, every comment of the original is still there
+character for character, and no line outside the rewritten statements (and the
+helpers' import) changed. A refusal must leave the file byte-identical and be one
+line. With ``-s`` the counts are printed: files written, unchanged, refused (by
+reason, names and positions left out), unequal.
 
-A refusal is allowed (it is counted); a wrong value, an internal error or a second
-run that changes the file fails the test. With ``-s`` the counts are printed.
+CI runs 2,000 modules, in four shards of 500 that pytest-xdist's workers share
+(each shard its own seeds). The long run (``-p no:xdist`` shows the counts)::
 
-CI runs 2,000 functions, in four shards of 500 that pytest-xdist's workers share
-(each shard draws its own functions). The long run::
-
-    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s
+    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s \
+        -p no:xdist
 """
 
 from __future__ import annotations
 
-import ast
+import base64
+import codecs
+import difflib
+import io
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
+import tokenize
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from interpreter import run_function
+from generated_modules import HELPERS_MODULE, generate
 
 from lint_plugin.findings import FileError
 from lint_plugin.fix import fix_file
 from lint_plugin.rewrite import Options
+from lint_plugin.scan import check_source
+from lint_plugin.settings import Settings
 
-# The engine raises the limit itself; doing it first keeps hypothesis quiet.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_GENERATED", "2000"))
+FIRST_SEED = int(os.environ.get("DRAFT_KV_LINT_GENERATED_SEED", "0"))
 SHARDS = 4
-SHARE = -(-EXAMPLES // SHARDS)  # each shard's functions, rounded up
-# Formatting runs ruff once per wrapped statement: a fifth of the functions go
-# through it, the rest are checked unwrapped (the gate is the same either way).
+SHARE = -(-EXAMPLES // SHARDS)  # each shard's modules, rounded up
+# Formatting runs ruff: a fifth of the modules go through it, the rest are
+# written unwrapped (the gate is the same either way).
 WRAPPED_SHARE = 5
-SEEDS = (1, 2, 3)
-
-SEQ_LENS_SUM = ["seq_lens_sum", "forward_batch.seq_lens_sum", "self.seq_lens_sum"]
-TOPK = ["self.topk", "topk", "eagle_topk", "k"]  # k: an alias of self.topk
-MAX_CONTEXT_LEN = ["self.max_context_len", "max_context_len", "self.model.context_len"]
-COUNT = ["bs", "num_seqs", "max_bs", "forward_batch.batch_size"]
-STEPS = ["num_steps", "self.speculative_num_steps", ("+", ["i", "1"])]
-EXTRA = ["pad", "16", "self.page_size", ("*", ["2", "pad"])]
-
-Node = str | tuple  # a leaf's text, or (op, [operands])
+# A second run on every third written file (the long run's modules are many).
+AGAIN_SHARE = 3
+BATCH = 250  # pairs per child process
+CHILD = Path(__file__).with_name("oracle_child.py")
+SETTINGS = Settings(helpers_module=HELPERS_MODULE)
 
 
-# ---- expressions -------------------------------------------------------------
+class Oracle:
+    """Pairs sent to child processes a batch at a time, at most two running;
+    the first few unequal pairs are kept to be shown."""
 
+    def __init__(self) -> None:
+        self.batch: list[dict] = []
+        self.running: list[tuple[subprocess.Popen, dict[int, tuple[bytes, bytes]]]] = []
+        self.compared = 0
+        self.unequal: list[tuple[dict, bytes, bytes]] = []
+        self.count_unequal = 0
 
-def used_len(draw) -> Node:
-    prefix = ("*", draw(st.permutations([pick(draw, SEQ_LENS_SUM), pick(draw, TOPK)])))
-    bs: list[Node] = [pick(draw, COUNT)]
-    if draw(st.booleans()):
-        bs.append(pick(draw, TOPK))  # bs spelled num_seqs * topk
-    if draw(st.integers(0, 5)) == 0:
-        bs = [("call", "abs", buffer_width(draw))]  # a formula nested in an argument
-    drafts = ("*", draw(st.permutations([*bs, pick(draw, STEPS)])))
-    return ("+", [prefix, drafts])
+    def add(self, seed: int, before: bytes, after: bytes) -> None:
+        self.batch.append({"id": seed, "seed": seed, "before": before, "after": after})
+        if len(self.batch) == BATCH:
+            self.flush()
 
-
-def buffer_width(draw) -> Node:
-    factors = [pick(draw, COUNT), pick(draw, TOPK), pick(draw, MAX_CONTEXT_LEN)]
-    return ("*", draw(st.permutations(factors)))
-
-
-def near_miss(draw) -> Node:
-    sls, topk, count = pick(draw, SEQ_LENS_SUM), pick(draw, TOPK), pick(draw, COUNT)
-    steps, mcl = pick(draw, STEPS), pick(draw, MAX_CONTEXT_LEN)
-    return draw(
-        st.sampled_from(
-            [
-                ("+", [sls, ("*", [count, steps])]),
-                ("+", [("*", [sls, topk]), ("*", [topk, steps])]),  # bs is a topk
-                ("-", [("*", [sls, topk]), ("*", [count, steps])]),
-                ("*", [count, mcl]),
-                ("*", [count, topk, mcl, "2"]),
-                ("+", [("*", [count, topk]), "1"]),
+    def flush(self) -> None:
+        if self.batch:
+            sources = {p["id"]: (p["before"], p["after"]) for p in self.batch}
+            wire = [
+                {**p, "before": _b64(p["before"]), "after": _b64(p["after"])}
+                for p in self.batch
             ]
-        )
-    )
+            self.running.append((start_child(wire), sources))
+            self.batch = []
+        while len(self.running) > 2:
+            self.collect()
+
+    def collect(self) -> None:
+        child, sources = self.running.pop(0)
+        output, _ = child.communicate()
+        assert child.returncode == 0, "the oracle's child failed"
+        for line in output.splitlines():
+            result = json.loads(line)
+            self.compared += 1
+            if not result["equal"]:
+                self.count_unequal += 1
+                if len(self.unequal) < 3:
+                    self.unequal.append((result, *sources[result["id"]]))
+
+    def finish(self) -> None:
+        self.flush()
+        while self.running:
+            self.collect()
+
+    def stop(self) -> None:
+        for child, _ in self.running:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
 
 
-def formula(draw) -> Node:
-    kind = draw(st.integers(0, 9))
-    if kind < 4:
-        return used_len(draw)
-    if kind < 7:
-        return buffer_width(draw)
-    return near_miss(draw)
-
-
-def expression(draw) -> Node:
-    """A formula alone, in a longer sum, or twice in one sum."""
-    shape = draw(st.integers(0, 5))
-    if shape <= 2:
-        return formula(draw)
-    terms: list[Node] = [formula(draw)]
-    if shape == 5:
-        terms.append(formula(draw))  # two formulas, maybe the same one twice
-    extra = draw(st.integers(0 if shape == 5 else 1, 2))
-    terms += [pick(draw, EXTRA) for _ in range(extra)]
-    flat: list[Node] = []
-    for term in draw(st.permutations(terms)):
-        # Spread a sum's own terms so its pair can sit among the others.
-        flat += term[1] if isinstance(term, tuple) and term[0] == "+" else [term]
-    return ("+", draw(st.permutations(flat)))
-
-
-def pick(draw, options: list) -> Node:
-    return draw(st.sampled_from(options))
-
-
-# ---- layout -----------------------------------------------------------------
-
-INDENT = "        "
-
-
-def render(draw, node: Node, layout: str) -> str:
-    """Source text for ``node``: ``layout`` says what may separate operands here:
-    ``paren`` (inside brackets: line breaks and comments), ``backslash`` (a
-    backslash continuation), ``flat``."""
-    if isinstance(node, str):
-        return node
-    if node[0] == "call":
-        inner = render(draw, node[2], "paren")
-        return f"{node[1]}({inner})"
-    op, operands = node
-    parts = [_operand(draw, operand, op, layout) for operand in operands]
-    if op == "-" or len(parts) < 2:
-        return f" {op} ".join(parts)
-    # A random grouping: join neighbours, maybe in parentheses, until one is left.
-    while len(parts) > 1:
-        index = draw(st.integers(0, len(parts) - 2))
-        grouped = draw(st.booleans())
-        here = "paren" if grouped else layout
-        joined = parts[index] + separator(draw, op, here) + parts[index + 1]
-        if grouped:
-            joined = f"({joined})"
-        parts[index : index + 2] = [joined]
-    return parts[0]
-
-
-def _operand(draw, operand: Node, op: str, layout: str) -> str:
-    compound = isinstance(operand, tuple) and operand[0] in ("+", "-", "*")
-    wrap = compound and (
-        operand[0] == "-" or (operand[0] == "+" and op == "*") or draw(st.booleans())
-    )
-    if wrap:
-        return f"({render(draw, operand, 'paren')})"
-    return render(draw, operand, layout)
-
-
-def separator(draw, op: str, layout: str) -> str:
-    choices = [f" {op} "]
-    if layout == "paren":
-        choices += [
-            f"\n{INDENT}{op} ",
-            f"  # before {op}\n{INDENT}{op} ",
-            f" {op}  # after {op}\n{INDENT}",
-        ]
-    elif layout == "backslash":
-        choices += [f" \\\n{INDENT}{op} ", f" {op} \\\n{INDENT}"]
-    return draw(st.sampled_from(choices))
-
-
-@st.composite
-def function(draw) -> str:
-    lines = ["def f(self, forward_batch, seq_lens_sum, bs, num_seqs, max_bs, i):"]
-    if draw(st.booleans()):
-        lines.append(
-            '    """Sizes, as `seq_lens_sum * self.topk + bs * num_steps` says."""'
-        )
-    if draw(st.booleans()):
-        lines.append("    k = self.topk")
-    else:
-        lines.append("    k = 3")  # a plain local: `k` is no topk then
-    names: list[str] = []
-    for index in range(draw(st.integers(1, 4))):
-        count = draw(st.integers(1, 3))  # formulas in this statement
-        texts = []
-        for _ in range(count):
-            layout = draw(st.sampled_from(["flat", "paren", "backslash"]))
-            text = render(draw, expression(draw), layout)
-            if layout == "paren" or (count > 1 and layout != "backslash"):
-                text = f"(\n{INDENT}{text}\n    )" if "\n" in text else f"({text})"
-            texts.append(text)
-        targets = [f"v{index}_{n}" for n in range(count)]
-        if draw(st.integers(0, 5)) == 0:
-            # A string literal spanning lines right before the formula.
-            texts[0] = f'("""kv used:\n""", {texts[0]})'
-        lines.append(f"    {', '.join(targets)} = {', '.join(texts)}")
-        names += targets
-    lines.append(f"    return ({', '.join(names)},)")
-    return "\n".join(lines) + "\n"
-
-
-# ---- the property -------------------------------------------------------------
-
-
-# Most files are LF with four spaces; the rest say whether their style survives.
-ENDINGS = ["\n"] * 6 + ["\r\n", "\r"]
-UNITS = ["    "] * 6 + ["  ", "\t"]
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def restyle(source: str, ending: str, unit: str) -> str:
-    """``source`` with ``ending`` line endings and ``unit`` for its statement
-    indentation (continuation lines keep theirs: inside brackets any will do)."""
-    if unit != "    ":
-        source = re.sub(r"^    (?=\S)", unit, source, flags=re.M)
-    return source.replace("\n", ending)
-
-
-COUNTS: Counter[str] = Counter()
-HELPERS = "lint_plugin.runtime"
-
-
-def _values(text: str) -> list[object]:
-    module = ast.parse(text)
-    return [run_function(module, "f", seed) for seed in SEEDS]
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_generated_functions_keep_their_values(shard: int) -> None:
-    COUNTS.clear()
-    # A memory-backed folder where there is one: every rewrite is an fsync'd write.
+def test_fix_keeps_what_generated_modules_do(shard: int) -> None:
+    seeds = range(
+        FIRST_SEED + shard * SHARE, FIRST_SEED + min((shard + 1) * SHARE, EXAMPLES)
+    )
+    counts: Counter[str] = Counter()
+    refusals: Counter[str] = Counter()
+    problems: dict[str, tuple[int, str]] = {}
     shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-    folder = Path(tempfile.mkdtemp(prefix=f"kvi-generated-{shard}-", dir=shm))
-
-    @settings(
-        max_examples=SHARE,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(
-        function(),
-        st.integers(0, WRAPPED_SHARE - 1),
-        st.sampled_from(ENDINGS),
-        st.sampled_from(UNITS),
-    )
-    def run(source: str, wrap: int, ending: str, unit: str) -> None:
-        COUNTS["functions"] += 1
-        options = Options(helpers_module=HELPERS, wrap=wrap == 0)
-        path = folder / "generated.py"
-        source = restyle(source, ending, unit)
-        path.write_bytes(source.encode())
-        expected = _values(source)
-        try:
-            outcome = fix_file(str(path), options, write=True)
-        except Exception:
-            COUNTS["internal errors"] += 1
-            raise
-        written = path.read_bytes().decode()
-        if isinstance(outcome, FileError):
-            COUNTS["refusals"] += 1
-            assert written == source, "a refused file was changed"
-            return
-        _, after, rewrite = outcome
-        assert written == (after if rewrite.changed else source)
-        COUNTS["rewrites"] += len(rewrite.applied)
-        COUNTS["rewritten functions"] += bool(rewrite.changed)
-        compile(written, str(path), "exec")  # compiles; never run
-        assert set(_LINE_END.findall(written)) <= {ending}  # each line's own
-        if _values(written) != expected:
-            COUNTS["unequal"] += 1
-            raise AssertionError(f"values changed:\n{source}\n---\n{written}")
-        again = fix_file(str(path), options, write=False)
-        if isinstance(again, FileError) or again[2].changed:
-            COUNTS["non-idempotent"] += 1
-            raise AssertionError(f"second run changes:\n{written}")
-
+    folder = Path(tempfile.mkdtemp(prefix=f"kvi-oracle-{shard}-", dir=shm))
+    path = folder / "generated.py"
+    oracle = Oracle()
     try:
-        run()
+        for seed in seeds:
+            module = generate(seed)
+            data = module.data()
+            compile(data, "generated.py", "exec", dont_inherit=True)  # valid Python
+            path.write_bytes(data)
+            options = Options(
+                helpers_module=HELPERS_MODULE, wrap=seed % WRAPPED_SHARE == 0
+            )
+            outcome = fix_file(str(path), options, write=True)
+            after = path.read_bytes()
+            if isinstance(outcome, FileError):
+                counts["refused"] += 1
+                refusals[reason(outcome.reason)] += 1
+                assert after == data, f"seed {seed}: a refused file was changed"
+                assert "\n" not in str(outcome) and "\r" not in str(outcome), seed
+                continue
+            if not outcome[2].changed:
+                counts["unchanged"] += 1
+                assert after == data
+                continue
+            counts["written"] += 1
+            counts["sites"] += len(outcome[2].applied)
+            again = seed % AGAIN_SHARE == 0
+            for problem in problems_of(module, data, after, options, again):
+                counts[problem.split(":")[0]] += 1
+                problems.setdefault(problem.split(":")[0], (seed, problem))
+            oracle.add(seed, data, after)
+        oracle.finish()
     finally:
+        oracle.stop()
         shutil.rmtree(folder, ignore_errors=True)
         print(
-            f"\ngenerated (shard {shard + 1}/{SHARDS}): {COUNTS['functions']} functions, "
-            f"{COUNTS['rewrites']} rewrites in {COUNTS['rewritten functions']} "
-            f"functions, {COUNTS['refusals']} refusals, {COUNTS['unequal']} unequal, "
-            f"{COUNTS['internal errors']} internal errors, "
-            f"{COUNTS['non-idempotent']} non-idempotent"
+            f"\ngenerated modules (shard {shard + 1}/{SHARDS}, seeds {seeds.start}-"
+            f"{seeds.stop - 1}): {len(seeds)}; written {counts['written']} "
+            f"({counts['sites']} sites), unchanged {counts['unchanged']}, refused "
+            f"{counts['refused']}, compared {oracle.compared}, unequal "
+            f"{oracle.count_unequal}"
         )
-    assert COUNTS["functions"] >= min(SHARE, 500) * 0.9
-    assert COUNTS["rewrites"] > COUNTS["functions"]  # the generator finds sites
+        for why, number in refusals.most_common():
+            print(f"  refused {number:6d}: {why}")
+        for kind, (seed, problem) in sorted(problems.items()):
+            print(
+                f"  written but {kind}: {counts[kind]} (first: seed {seed}: {problem})"
+            )
+    if oracle.unequal:
+        result, before, after = oracle.unequal[0]
+        raise AssertionError(
+            f"{oracle.count_unequal} written files behave differently; seed "
+            f"{result['id']}: {result['first']}\n--- original\n"
+            f"{before.decode('latin-1')}\n--- written\n{after.decode('latin-1')}"
+        )
+    assert not problems, f"written files with problems: {sorted(problems)}"
+    assert oracle.compared == counts["written"]
+    assert counts["written"] > len(seeds) // 2  # the generator finds sites
+
+
+def start_child(batch: list[dict]) -> subprocess.Popen:
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tempfile.gettempdir(),
+    )
+    child.stdin.write(json.dumps(batch))
+    child.stdin.close()
+    child.stdin = None  # communicate() must not write again
+    return child
+
+
+_VARIABLE = re.compile(r"\b\d+(?::\d+)?\b|\w+\(\)|'[^']*'|\(line _\)")
+_SUBJECT = re.compile(r"`(?:draft_kv_indices_\w+|_draft_kv_indices_\w+|spec_utils)`")
+
+
+def reason(message: str) -> str:
+    """A refusal's reason without its positions and the names it is about."""
+    message = message.removeprefix("left unchanged: ").removeprefix("rewrite refused: ")
+    message = _SUBJECT.sub("`name`", message)
+    message = _VARIABLE.sub("_", message)
+    message = re.sub(r"^_: KVI00\d: ", "", message).replace(" (_)", "")
+    return message[:140]
+
+
+# ---- what a written file must also be ---------------------------------------------------
+
+
+def problems_of(
+    module, before: bytes, after: bytes, options: Options, again: bool = True
+) -> list[str]:
+    """What is wrong with a written file, besides how it behaves (one word each,
+    then the details); ``again``: also run fix on it a second time."""
+    found = []
+    try:
+        compile(after, "generated.py", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return [f"does-not-compile: {error}"]
+    if again and fix_file_bytes(after, options) != after:
+        found.append("second-run-changes")
+    if after.startswith(codecs.BOM_UTF8) != module.bom:
+        found.append("bom")
+    old_text, new_text = decoded(before), decoded(after)
+    if (
+        module.encoding != "utf-8"
+        and old_text.split("\n", 1)[0] != new_text.split("\n", 1)[0]
+    ):
+        found.append("coding-cookie")
+    endings = set(re.findall(r"\r\n|\r|\n", new_text))
+    if not endings <= set(re.findall(r"\r\n|\r|\n", old_text)):
+        found.append("line-endings")
+    old_findings = findings(before)
+    old = Counter(f.code for f in old_findings)
+    new = Counter(f.code for f in findings(after))
+    # A formula the rewrite left was in the original (the engine reports one per
+    # sum at a time): only the other rules' findings may not grow.
+    gained = sorted(
+        code
+        for code, number in new.items()
+        if number > old[code] and code not in ("KVI001", "KVI002")
+    )
+    if gained:
+        found.append(f"gains-finding: {gained}")
+    missing = comments(old_text) - comments(new_text)
+    if missing:
+        found.append(f"comment-changed: {sorted(missing)}")
+    outside = changed_outside_statements(old_text, new_text, old_findings)
+    if outside:
+        found.append(f"changed-outside-statements: rows {outside}")
+    return found
+
+
+def fix_file_bytes(data: bytes, options: Options) -> bytes:
+    folder = Path(tempfile.mkdtemp(prefix="kvi-again-"))
+    try:
+        path = folder / "again.py"
+        path.write_bytes(data)
+        fix_file(str(path), options, write=True)
+        return path.read_bytes()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def decoded(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding).removeprefix("\ufeff")
+
+
+def findings(data: bytes) -> list:
+    return check_source(decoded(data).encode(), "generated.py", SETTINGS)
+
+
+def comments(text: str) -> Counter[str]:
+    """Every comment, exactly (noqa directives aside: KVI100 edits those)."""
+    tokens = tokenize.generate_tokens(io.StringIO(normal(text)).readline)
+    return Counter(
+        t.string
+        for t in tokens
+        if t.type == tokenize.COMMENT and "noqa" not in t.string
+    )
+
+
+def normal(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def changed_outside_statements(old: str, new: str, found: list) -> list[int]:
+    """Rows of the original that changed though no statement holding a fixable
+    finding (``found``) or the helpers' import holds them."""
+    import ast
+
+    old, new = normal(old), normal(new)
+    tree = ast.parse(old)
+    sites = [f for f in found if f.fix]
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        first = min(
+            [node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]
+        )
+        last = node.end_lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and body[0].lineno > node.lineno:
+            last = body[0].lineno - 1  # a compound statement's header
+        if (isinstance(node, ast.ImportFrom) and node.module == HELPERS_MODULE) or any(
+            first <= f.row <= last for f in sites
+        ):
+            allowed.update(range(first, last + 1))
+    outside = []
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            outside += [row for row in range(i1 + 1, i2 + 1) if row not in allowed]
+    return outside

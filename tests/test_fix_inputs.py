@@ -3,8 +3,8 @@ files still processed, nothing written where it must not be (issue 9, item 3).""
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -180,36 +180,103 @@ def test_a_path_like_an_option_stays_a_path(tmp_path, capsys, monkeypatch) -> No
     assert CALL in Path(name).read_text()
 
 
-def test_sigterm_in_the_write_window_leaves_no_temporary(tmp_path) -> None:
-    target = tmp_path / "m.py"
-    target.write_text("old\n")
-    # The child stops inside the write window (fsync) and tells the parent so;
-    # the parent then sends SIGTERM.
-    child = textwrap.dedent(
-        f"""
-        import os, sys
-        from lint_plugin import atomic
-        def stall(fd):
-            print("in window", flush=True)
-            sys.stdin.read()
-        atomic.os.fsync = stall
-        atomic.write_atomic({str(target)!r}, b"new\\n")
-        """
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", child],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
+# The child writes a file atomically again and again (or a findings cache entry,
+# check's one temporary file); in each trial a real signal (SIGINT or SIGTERM,
+# sent to itself) arrives at another point of the write: at the n-th line Python
+# runs there (atomic.py, cache.py, tempfile's mkstemp, os). After each, no
+# temporary file may be left and the target must be the old bytes or the new
+# ones, never anything else. (Unheld, a signal inside tempfile's lock hangs the
+# next write, and the test fails.)
+SIGNAL_TRIALS = textwrap.dedent(
+    """
+    import faulthandler, json, os, signal, sys
+    from lint_plugin import atomic
+    from lint_plugin.cache import Cache
+    from lint_plugin.settings import Settings
+
+    # A signal in the middle of tempfile's own lock would hang the next write:
+    # that is a failure too, not a test that never ends.
+    faulthandler.dump_traceback_later(120, exit=True)
+
+    folder, mode = sys.argv[1:]
+    target = os.path.join(folder, "m.py")
+    cache = Cache(os.path.join(folder, "cache"), Settings())
+    watched = ("atomic.py", "cache.py", "tempfile.py", os.sep + "os.py")
+    results = {"trials": 0, "interrupted": 0, "left": 0, "torn": 0, "points": 0}
+
+    if mode == "cache":  # what SIGTERM does to check, seen from inside
+
+        def terminate(signum, frame):
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, terminate)
+
+    def leftovers():
+        return [
+            name
+            for _, _, names in os.walk(folder)
+            for name in names
+            if name.endswith(".tmp")
+        ]
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        point = 0
+        while True:
+            old, new = b"old\\n" * 50_000, b"new\\n" * 50_000
+            with open(target, "wb") as handle:
+                handle.write(old)
+            seen = 0
+
+            def tracer(frame, event, arg):
+                global seen
+                if frame.f_code.co_filename.endswith(watched):
+                    if event == "line":
+                        seen += 1
+                        if seen == point + 1:
+                            os.kill(os.getpid(), signum)
+                    return tracer
+                return None
+
+            sys.settrace(tracer)
+            try:
+                if mode == "cache":
+                    cache.put(f"{signum}-{point}", [])
+                else:
+                    atomic.write_atomic(target, new)
+                fired = seen > point
+            except (KeyboardInterrupt, SystemExit):
+                fired = True
+                results["interrupted"] += 1
+            finally:
+                sys.settrace(None)
+            if not fired:
+                break  # past the last line of the write: every point was tried
+            results["trials"] += 1
+            if leftovers():
+                results["left"] += 1
+            with open(target, "rb") as handle:
+                if handle.read() not in (old, new):
+                    results["torn"] += 1
+            point += 1
+        results["points"] = max(results["points"], point)
+    print(json.dumps(results))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["fix", "cache"])
+def test_a_signal_at_any_point_of_a_write_leaves_no_temporary(tmp_path, mode) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", SIGNAL_TRIALS, str(tmp_path), mode],
+        capture_output=True,
         text=True,
+        check=False,
     )
-    assert process.stdout.readline() == "in window\n"
-    process.send_signal(signal.SIGTERM)
-    status = process.wait()
-    process.stdin.close()
-    process.stdout.close()
-    assert status == 128 + signal.SIGTERM
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
-    assert target.read_text() == "old\n"
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout)
+    assert results["trials"] > (40 if mode == "fix" else 10)  # every line, both
+    assert results["interrupted"] == results["trials"]
+    assert (results["left"], results["torn"]) == (0, 0)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="python -P is 3.11+")

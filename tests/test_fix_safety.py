@@ -92,13 +92,30 @@ def test_a_formatter_returning_nothing_empties_nothing(tmp_path, monkeypatch, ca
     assert values(written, "sizes") == values(MINIMAL, "sizes")
 
 
-def test_a_formatter_changing_the_program_is_refused(tmp_path, monkeypatch, capsys):
+def _swapping_formatter(monkeypatch) -> None:
     real = formatting._run_ruff
 
     def wrong(text, *args):  # a formatter bug: one operand swapped
         return real(text, *args).replace("(max_bs,", "(bs,")
 
     monkeypatch.setattr(formatting, "_run_ruff", wrong)
+
+
+def test_a_formatter_changing_the_program_is_not_taken(tmp_path, monkeypatch):
+    """Each statement the formatter returns must be the same tree with the same
+    comments, or it is left as the rewrite wrote it."""
+    _swapping_formatter(monkeypatch)
+    path = fix(tmp_path, MINIMAL)
+    written = path.read_text()
+    assert "draft_kv_indices_buffer_width(max_bs," in written
+    assert values(written, "sizes") == values(MINIMAL, "sizes")
+
+
+def test_a_formatter_change_that_slips_through_is_refused(
+    tmp_path, monkeypatch, capsys
+):
+    _swapping_formatter(monkeypatch)
+    monkeypatch.setattr(formatting, "_same_program", lambda before, after: True)
     path = tmp_path / "m.py"
     path.write_text(MINIMAL)
     assert main(["fix", "--no-config", str(path)]) == 1
@@ -113,7 +130,7 @@ def test_a_call_left_without_its_import_is_refused(tmp_path, monkeypatch, capsys
     path.write_text(MINIMAL)
     assert main(["fix", "--no-config", str(path)]) == 1
     assert path.read_text() == MINIMAL
-    assert "without importing it" in capsys.readouterr().err
+    assert "is not imported from" in capsys.readouterr().err
 
 
 def test_the_gate_reads_the_original_tree_it_is_given_and_keeps_it() -> None:

@@ -26,7 +26,7 @@ def both_ways(text: str, names: set[str], module: str):
     """(by text or None, by libcst) for ``text``'s header."""
     cut, statements = rewrite._header(text)
     head = text[:cut]
-    wanted = {n for n in names if not rewrite._bound_in(text[cut:], n)}
+    wanted = set(names)
     return (
         add_import(head, statements, wanted, module),
         rewrite._add_imports_with_libcst(head, wanted, module),

@@ -1,6 +1,8 @@
 """Property tests: generated spellings of both formulas are found, rewritten and
 proven equal; generated near misses are never touched (hypothesis; the CI profile
-runs 2,000 examples per property)."""
+runs 2,000 examples per property). A formula with a call among its operands
+(``len(reqs)``) is rewritten only where the call can keep its place in the order
+of evaluation, else it is reported with no fix."""
 
 from __future__ import annotations
 
@@ -73,8 +75,12 @@ def value_text(source: str) -> str:
 
 def assert_found_rewritten_and_equal(expr: str, code: str) -> None:
     source = statement(expr)
-    assert [f.code for f in check_source(source.encode(), "g.py")] == [code]
+    (finding,) = check_source(source.encode(), "g.py")
+    assert finding.code == code
     result = rewrite_text(source, "g.py", OPTIONS)
+    if finding.fix is None:
+        assert "len(reqs)" in expr and not result.changed
+        return
     assert result.changed and len(result.applied) == 1
     assert check_source(result.text.encode(), "g.py", SETTINGS) == []
     assert equivalent(value_text(source), value_text(result.text)) is None

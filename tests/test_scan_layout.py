@@ -194,3 +194,25 @@ def test_every_file_of_the_latest_release_agrees(latest_package, found, expected
         assert found(text) == expected(text), path
         checked += 1
     assert checked > 4000
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # A string's closing quotes at column 0 end no statement: the formula
+        # after them is in the same one (found by issue 18's execution oracle).
+        'class Backend:\n    v1 = ("""kv used:\n""", (16 +\n'
+        "        (seq_lens_sum * topk + bs * num_steps)))[1]\n",
+        'def f(seq_lens_sum, topk, bs, num_steps):\n    x = ("""a\nb\n""",\n'
+        "        seq_lens_sum * topk + bs * num_steps)\n    return x\n",
+    ],
+    ids=["class body", "function body"],
+)
+def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> None:
+    from lint_plugin.scan import check_source
+
+    (finding,) = check_source(source.encode(), "m.py")
+    assert (
+        finding.code == "KVI001"
+        and finding.row == source.count("\n", 0, source.index("seq_lens_sum *")) + 1
+    )
