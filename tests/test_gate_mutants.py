@@ -5,12 +5,14 @@ in other spellings are none. The mutants are generated from the downloaded wheel
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from corpus import BACKENDS
 from mutants import REGRESSIONS, SIZED, all_mutants, mutate, sites
+from shared_results import SharedResults
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE
 from lint_plugin.rewrite import Options, rewrite_text
@@ -27,8 +29,22 @@ def refactored(request, new_attention: Path, latest_package: Path) -> dict[str, 
     return {name: (folder / name).read_text() for name in BACKENDS}
 
 
-def _codes(text: str, name: str) -> list[str]:
-    codes = [f.code for f in check_source(text.encode(), name)]
+def _fast(text: str, name: str, shared: SharedResults | None = None) -> list[tuple]:
+    """check's findings in ``text`` as (row, column, code, message), sorted.
+    ``shared``: computed once per session (a regression is checked by two tests)."""
+
+    def compute() -> list[tuple]:
+        findings = check_source(text.encode(), name)
+        return sorted((f.row, f.column, f.code, f.message) for f in findings)
+
+    if shared is None:
+        return compute()
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return shared.get(f"gate-mutant check {name} {digest}", compute)
+
+
+def _codes(text: str, name: str, shared: SharedResults | None = None) -> list[str]:
+    codes = [code for _, _, code, _ in _fast(text, name, shared)]
     assert SYNTAX_ERROR_CODE not in codes, "a mutant must be valid Python"
     return codes
 
@@ -39,11 +55,13 @@ def test_each_backend_has_two_sized_buffers(refactored: dict[str, str]) -> None:
         assert _codes(text, name) == []
 
 
-def test_every_regression_is_one_kvi003(refactored: dict[str, str]) -> None:
+def test_every_regression_is_one_kvi003(
+    refactored: dict[str, str], shared_results: SharedResults
+) -> None:
     caught: Counter[str] = Counter()
     for name, text in refactored.items():
         for index, style, mutant in all_mutants(text, REGRESSIONS):
-            codes = _codes(mutant, name)
+            codes = _codes(mutant, name, shared_results)
             assert codes.count("KVI003") == 1, (name, index, style, codes)
             caught[style] += 1
     print("\nregressions caught per style:", dict(sorted(caught.items())))
@@ -94,7 +112,9 @@ def test_unsafe_fix_sizes_every_fixable_style(
         ) or fixed.text.count("self.topk") > mutant.count("self.topk")
 
 
-def test_fast_path_equals_a_full_walk_on_mutants(refactored: dict[str, str]) -> None:
+def test_fast_path_equals_a_full_walk_on_mutants(
+    refactored: dict[str, str], shared_results: SharedResults
+) -> None:
     """check's regions and row pruning never cost a finding on a regression."""
     import ast
 
@@ -106,10 +126,10 @@ def test_fast_path_equals_a_full_walk_on_mutants(refactored: dict[str, str]) -> 
         site = sites(text)[compared % 2]
         for style in REGRESSIONS.values():
             mutant = mutate(text, site, style)
-            fast = check_source(mutant.encode(), name)
+            fast = _fast(mutant, name, shared_results)
             slow = analyze(ast.parse(mutant), Source(mutant), name, rows=None)
             key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
-            assert sorted(map(key, fast)) == sorted(map(key, slow)), (name, style)
+            assert fast == sorted(map(key, slow)), (name, style)
             compared += 1
     print(f"\nfast path equals a full walk on {compared} mutants")
 
