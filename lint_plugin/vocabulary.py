@@ -287,4 +287,6 @@ def self_role_pattern(roles: Iterable[Role]) -> re.Pattern[str]:
     names = "|".join(
         "(?:" + ROLES[role].pattern.replace(".*", r"\w*") + ")" for role in roles
     )
-    return re.compile(rf"self\s*\.\s*({names})(?!\w)")
+    return re.compile(
+        rf"self\s*\.\s*(?!\d)({names})(?!\w)"
+    )  # no identifier starts with a digit

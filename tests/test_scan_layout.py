@@ -141,7 +141,9 @@ def test_generated_blocks_agree_with_the_reference(text: str) -> None:
     assert blocks(text) == reference_blocks(text)
 
 
-_SELF_ATTRIBUTE = re.compile(r"\bself\s*\.\s*([A-Za-z_]\w*)")
+# Every `self.<identifier>` not inside a longer name, overlapping ones too
+# (`a.self.topk` holds one: a pre-filter may keep a class it need not).
+_SELF_ATTRIBUTE = re.compile(r"(?=(?<!\w)self\s*\.\s*((?!\d)\w+))")
 
 
 def reference_role_attributes(text: str) -> set[str]:
