@@ -42,14 +42,14 @@ class Row:
 
     __slots__ = ("conds", "how", "rows", "shown", "site", "width", "written")
 
-    def __init__(analysis, width, conds, rows, site, shown, written, how) -> None:
-        analysis.width = width
-        analysis.conds = conds
-        analysis.rows = rows
-        analysis.site = site
-        analysis.shown = shown
-        analysis.written = written
-        analysis.how = how
+    def __init__(self, width, conds, rows, site, shown, written, how) -> None:
+        self.width = width
+        self.conds = conds
+        self.rows = rows
+        self.site = site
+        self.shown = shown
+        self.written = written
+        self.how = how
 
 
 def is_steps(value: Expr) -> bool:
@@ -91,13 +91,13 @@ def _divide(total: Expr, divisor: Expr) -> Expr | None:
 class _Shape:
     __slots__ = ("conds", "dims", "rows", "shown", "width_alt", "written")
 
-    def __init__(analysis, dims, width_alt, conds, rows, shown, written) -> None:
-        analysis.dims = dims
-        analysis.width_alt = width_alt
-        analysis.conds = conds
-        analysis.rows = rows
-        analysis.shown = shown
-        analysis.written = written
+    def __init__(self, dims, width_alt, conds, rows, shown, written) -> None:
+        self.dims = dims
+        self.width_alt = width_alt
+        self.conds = conds
+        self.rows = rows
+        self.shown = shown
+        self.written = written
 
 
 def allocation_rows(analysis: Analysis, function, call: ast.Call) -> list[Row] | None:
