@@ -55,7 +55,7 @@ from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import DECISIONS, OPT_IN, RULES
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings, resolve_module
-from lint_plugin.source import COMMENT, Source, one_line, rows_matching
+from lint_plugin.source import COMMENT, Source, one_line
 from lint_plugin.widths import Analysis
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -369,8 +369,8 @@ class _Walker:
         ):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)
-        pattern = vocabulary.fact_pattern(self.allocator_aliases)
-        return _Context(None, None, facts, rows_matching(pattern, text, node.lineno))
+        rows = vocabulary.fact_rows(text, self.allocator_aliases, node.lineno)
+        return _Context(None, None, facts, rows)
 
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)

@@ -103,6 +103,11 @@ class Cache:
         hasher.update(data)
         return hasher.hexdigest()
 
+    def has(self, key: str) -> bool:
+        """Is an entry stored under ``key``? (It may still be a miss: damaged, or
+        a file it depends on changed; ``get`` decides.)"""
+        return os.path.isfile(os.path.join(self.folder, key))
+
     def get(self, key: str, path: str) -> list[Finding] | None:
         """The findings stored under ``key`` (reported for ``path``), or None
         (also when a file the answer depends on has changed since)."""

@@ -22,6 +22,7 @@ from lint_plugin.settings import DEFAULT_SETTINGS, Settings
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
     from lint_plugin.cache import Cache
+    from lint_plugin.syntax import AheadCheck, SyntaxCheck
 
 
 @record
@@ -55,21 +56,25 @@ def check_bytes(
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
     notes: list[Finding] | None = None,
+    syntax_check: SyntaxCheck | None = None,
 ) -> list[Finding]:
     """Reportable findings in one file's bytes (bytes Python would not read as
     source are an E999, as a syntax error is). ``notes`` receives what a
     selected rule could not judge (the cache keeps findings only: asking for
-    notes checks the file afresh)."""
+    notes checks the file afresh). ``syntax_check``: the whole-file check the
+    engine runs on a file with findings (default ``syntax.error_of``)."""
     try:
         if notes is not None:
             from lint_plugin import scan
 
             found: list[Finding] = []
-            findings = scan.check_source(data, path, settings, notes=found)
+            findings = scan.check_source(
+                data, path, settings, notes=found, **_given(syntax_check)
+            )
             codes = selection.codes_for(path)
             notes += [n for n in found if n.code in codes]
         else:
-            findings = _engine_findings(data, path, settings, cache)
+            findings = _engine_findings(data, path, settings, cache, syntax_check)
     except SourceError as error:
         return [encoding_error(error, path)]
     if not findings and not may_hold_own_directive(data):
@@ -96,8 +101,16 @@ def encoding_error(error: SourceError, path: str) -> Finding:
     )
 
 
+def _given(syntax_check: SyntaxCheck | None) -> dict[str, SyntaxCheck]:
+    return {} if syntax_check is None else {"syntax_check": syntax_check}
+
+
 def _engine_findings(
-    data: bytes, path: str, settings: Settings, cache: Cache | None
+    data: bytes,
+    path: str,
+    settings: Settings,
+    cache: Cache | None,
+    syntax_check: SyntaxCheck | None = None,
 ) -> list[Finding]:
     """The engine's findings, from the cache when it has this file's answer.
     Only files that could match are cached: the others cost one byte search, and
@@ -119,7 +132,7 @@ def _engine_findings(
 
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
-        findings = scan.check_source(data, path, settings)
+        findings = scan.check_source(data, path, settings, **_given(syntax_check))
     if key is not None:
         cache.put(key, findings, depends)
     return findings
@@ -138,11 +151,27 @@ def check_files(
     notes: bool = False,
 ) -> CheckResult:
     """``notes``: also collect what the rules could not judge (``--statistics``)."""
+    import gc
+
+    # The engine's trees are freed by reference counting (``analysis`` cuts
+    # its cycles once a file is decided), so the cycle collector only walks the
+    # heap in vain: a tenth of a whole-package run. It runs every so many files
+    # instead (``_check_serially``), and as before once the run is over.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_files(paths, selection, settings, cache, notes)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
     workers = _workers(len(paths))
     if notes:
         cache = None
     if workers < 2:
-        return _check_serially(paths, selection, settings, cache, notes)
+        return _check_serially(paths, selection, settings, cache, notes, ahead=True)
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
@@ -224,23 +253,75 @@ def _check_serially(
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
     notes: bool = False,
+    ahead: bool = False,
 ) -> CheckResult:
     result = CheckResult()
-    for path in paths:
-        data = read_source(path)
-        if isinstance(data, FileError):
-            result.errors.append(data)
-            continue
-        try:
-            findings = check_bytes(
-                data, path, selection, settings, cache, result.notes if notes else None
-            )
-        except Exception as error:  # one file must not stop the run
-            result.crashes.append(
-                FileError(path, f"internal error: {type(error).__name__}: {error}")
-            )
-            continue
-        result.files_checked += 1
-        if findings:
-            result.reports.append(FileReport(path, data, findings))
+    # A run of one process checks each file's syntax ahead, on a spare core; it
+    # reads the files first for that (forked workers have no core to spare, and
+    # a machine of one core checks every file in one process).
+    ahead = ahead and len(paths) < PARALLEL_MIN_FILES and _spare_core()
+    read = [read_source(path) for path in paths] if ahead else None
+    check = _ahead_check(read, paths, cache) if read is not None else None
+    try:
+        for index, path in enumerate(paths):
+            data = read[index] if read is not None else read_source(path)
+            if isinstance(data, FileError):
+                result.errors.append(data)
+                continue
+            try:
+                findings = check_bytes(
+                    data,
+                    path,
+                    selection,
+                    settings,
+                    cache,
+                    result.notes if notes else None,
+                    None if check is None else check.for_file(index),
+                )
+            except Exception as error:  # one file must not stop the run
+                result.crashes.append(
+                    FileError(path, f"internal error: {type(error).__name__}: {error}")
+                )
+                continue
+            result.files_checked += 1
+            if findings:
+                result.reports.append(FileReport(path, data, findings))
+            if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+                _collect_garbage()
+    finally:
+        if check is not None:
+            check.close()
     return result
+
+
+# With the collector off (``check_files``), what cycles the engine leaves are
+# collected every so many files, so that memory stays bounded on any tree.
+_COLLECT_EVERY = 1000
+
+
+def _collect_garbage() -> None:
+    import gc
+
+    gc.collect()
+
+
+def _spare_core() -> bool:
+    from lint_plugin.syntax import spare_core
+
+    return spare_core()
+
+
+def _ahead_check(
+    read: list[bytes | FileError], paths: Sequence[str], cache: Cache | None
+) -> AheadCheck:
+    """The files' syntax checks, started on a spare core when it is worth it.
+    With a cache, only the files it cannot answer are checked ahead."""
+    datas = [None if isinstance(data, FileError) else data for data in read]
+    if cache is not None:
+        datas = [
+            None if data is None or cache.has(cache.key(path, data)) else data
+            for path, data in zip(paths, datas, strict=True)
+        ]
+    from lint_plugin.syntax import AheadCheck
+
+    return AheadCheck(datas, paths, could_match)

@@ -10,42 +10,41 @@ shortcut can cost time but never a finding.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import functools
 import itertools
 import re
 import sys
-import warnings
 from collections.abc import Callable
 
-from lint_plugin import vocabulary
+from lint_plugin import syntax, vocabulary
 from lint_plugin.analysis import analyze
 from lint_plugin.facts import helper_aliases, read_whole
 from lint_plugin.facts import helper_names as _helper_names
-from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
+from lint_plugin.findings import Finding
 from lint_plugin.module_scope import TextModuleScope
 from lint_plugin.prefilter import SourceError as SourceError  # callers catch it here
 from lint_plugin.prefilter import could_match, decode
 from lint_plugin.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.source import Source, rows_matching
+from lint_plugin.source import Source, occurrences, rows_matching, rows_of
 
 # The words are the rules' own (lint_plugin.vocabulary): every finding needs one
 # of the region seeds in the file; a region is parsed only if it also names the
 # rest of a clause (or is a class read whole); rows naming a row word are walked.
-_INTEREST_TEXT = vocabulary.region_seeds()
-_ROW_INTEREST = vocabulary.row_words()
+_SEEDS = vocabulary.region_seeds()
+_INTEREST_TEXT = _SEEDS
+_ROW_WORDS = vocabulary.row_words()
+_ROW_INTEREST = _ROW_WORDS  # a pattern put in its place (tests) is searched as one
 _SECOND_ROLE = vocabulary.second_words()
 _BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
-
-
-_RECURSION_LIMIT = 20_000
 
 
 def interesting_rows(text: str, aliases: tuple[str, ...] = ()) -> list[int]:
     """1-based rows of ``text`` holding a word some finding needs (``aliases``:
     other names the file imports the helpers under, see ``helper_aliases``)."""
-    return rows_matching(_with_aliases(_ROW_INTEREST, aliases), text)
+    if aliases or _ROW_INTEREST is not _ROW_WORDS:
+        return rows_matching(_with_aliases(_ROW_INTEREST, aliases), text)
+    return rows_of(text, occurrences(text, vocabulary.row_word_list()))
 
 
 def _with_aliases(pattern: re.Pattern[str], aliases: tuple[str, ...]):
@@ -68,6 +67,7 @@ def check_source(
     *,
     parsed_by_caller: bool = False,
     notes: list[Finding] | None = None,
+    syntax_check: syntax.SyntaxCheck = syntax.error_of,
 ) -> list[Finding]:
     """All findings in one file's bytes (or text already decoded, as fix has
     it); noqa and selection are the caller's. Raises SourceError for bytes
@@ -77,6 +77,8 @@ def check_source(
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
     ``notes`` receives what a rule could not judge (see ``analysis.analyze``).
+    ``syntax_check``: the whole-file check of a file with findings (``check``
+    passes one answered ahead, on another core: ``syntax.AheadCheck``).
     """
     if isinstance(data, str):
         text, data = data, data.encode("utf-8", "surrogatepass")
@@ -84,14 +86,10 @@ def check_source(
         text = decode(data)
     if not could_match(data):
         return []
-    if "\r" in text:
-        # Python ends lines at CRLF and at a lone CR: so do the rows here (columns
-        # are unchanged, the CR being the last character of its line).
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    # The engine walks trees recursively: a 1000-term sum is valid code and must
-    # not hit Python's default limit of 1000 frames (3.11+ frames are cheap).
-    if sys.getrecursionlimit() < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)
+    # Python ends lines at CRLF and at a lone CR: so do the rows here.
+    text = syntax.normalised(text)
+    if sys.getrecursionlimit() < syntax.RECURSION_LIMIT:
+        sys.setrecursionlimit(syntax.RECURSION_LIMIT)
     lines = text.split("\n")
     aliases = helper_aliases(text)
     layout = _Layout(text, lines, _StringSpans(text), aliases)
@@ -128,12 +126,12 @@ def check_source(
             # Something to report: the whole file must parse first, as flake8
             # (E999) and fix (which rewrites the file) require. Parsing only files
             # with findings keeps the common case a few regions.
-            error = _syntax_error_of(text, path)
+            error = syntax_check(text, path)
             return findings if error is None else [error]
     try:
-        tree = _parse(text, path)
+        tree = syntax.parse(text, path)
     except SyntaxError as exc:
-        return [_syntax_error(exc, path, text)]
+        return [syntax.error_finding(exc, path, text)]
     if notes is not None:
         del notes[:]  # the regions' notes, if any: the whole walk gives its own
     return analyze(
@@ -158,7 +156,7 @@ def _check_region(
         # An indented block parses as the body of an `if`, columns untouched.
         snippet = "if 1:\n" + snippet
         start -= 1
-    tree = _parse(snippet, path)
+    tree = syntax.parse(snippet, path)
     return analyze(
         tree,
         Source(snippet, start),
@@ -184,10 +182,10 @@ def _regions(
     second_role = _with_aliases(_SECOND_ROLE, aliases)
     spans: list[tuple[int, int]] = []
     row = counted = 0
-    for match in _with_aliases(_INTEREST_TEXT, aliases).finditer(text):
-        row += text.count("\n", counted, match.start())
-        counted = match.start()
-        if strings.holds(match.start()):
+    for start in _seed_starts(text, aliases):
+        row += text.count("\n", counted, start)
+        counted = start
+        if strings.holds(start):
             continue  # code quoted in a docstring is no code (flake8 agrees)
         if spans and spans[-1][0] <= row < spans[-1][1]:
             continue  # this block is already picked
@@ -204,22 +202,36 @@ def _regions(
     regions = []
     for start, end in spans:
         block = _BLOCK.match(lines[start].lstrip())
-        text = "\n".join(lines[start:end])
         whole_class = (
             block
             and block.group(1) == "class"
             and layout.read_whole(start, block.group(2))
         )
-        if not whole_class and not second_role.search(text):
+        # Searched in place: the span's lines joined, without a copy (a search
+        # ending at ``endpos`` sees the text end there, as in the joined lines).
+        first, last = layout.offset(start), layout.offset(end) - 1
+        if not whole_class and not second_role.search(text, first, max(first, last)):
             continue
         regions.append((start, end, _indent(lines[start]) > 0))
     return regions
 
 
+def _seed_starts(text: str, aliases: tuple[str, ...]) -> list[int]:
+    """Ascending offsets where a region seed starts. Each word is found with
+    ``str.find`` (``source.occurrences``); overlapping finds add offsets on
+    rows already found, which the caller skips. Aliases, or another pattern put
+    in the seeds' place, are searched as a pattern."""
+    if aliases or _INTEREST_TEXT is not _SEEDS:
+        pattern = _with_aliases(_INTEREST_TEXT, aliases)
+        return [match.start() for match in pattern.finditer(text)]
+    return occurrences(text, vocabulary.region_seed_words())
+
+
 # The keyword first: a search for two words skips most of the text, where a
 # pattern anchored at every line start (``^`` with re.M) is tried at each one.
 # Whether only indentation (and ``async``) precedes it is checked per match.
-_BLOCK_WORD = re.compile(r"(def|class)[ \t]+(\w+)")
+_BLOCK_KEYWORDS = ("def", "class")
+_BLOCK_NAME = re.compile(r"[ \t]+(\w+)")
 _BLOCK_PREFIX = re.compile(r"[ \t]*(?:async[ \t]+)?")
 
 
@@ -240,8 +252,11 @@ class _Layout:
         self.aliases = aliases
         self.blocks: list[tuple[int, int, str, str]] = []  # row, indent, kind, name
         row = counted = 0
-        for match in _BLOCK_WORD.finditer(text):
-            start = match.start()
+        for start in occurrences(text, _BLOCK_KEYWORDS):
+            kind = "def" if text.startswith("def", start) else "class"
+            name = _BLOCK_NAME.match(text, start + len(kind))
+            if name is None:
+                continue  # `default`, `classes`: no block keyword
             line_start = text.rfind("\n", 0, start) + 1
             prefix = _BLOCK_PREFIX.match(text, line_start, start)
             if prefix.end() != start:
@@ -251,7 +266,7 @@ class _Layout:
             if strings.holds(start):
                 continue
             indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
-            self.blocks.append((row, indent, match.group(1), match.group(2)))
+            self.blocks.append((row, indent, kind, name.group(1)))
         self._block_rows = [block[0] for block in self.blocks]
         self._parent_index: list[int] | None = None
         self._offsets: list[int] | None = None
@@ -318,6 +333,12 @@ class _Layout:
                 open_blocks.append(at)
             self._parent_index = parents
         return self._parent_index
+
+    def offset(self, row: int) -> int:
+        """Where ``row`` (0-based) starts in the text (its length past the end)."""
+        if self._offsets is None:
+            self._offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
+        return self._offsets[row] + row
 
     def read_whole(self, row: int, name: str) -> bool:
         """Is the class at ``row`` read whole (``facts.read_whole``)?"""
@@ -503,56 +524,3 @@ def _region_start(
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
-
-
-def _parse(text: str, path: str) -> ast.Module:
-    # A SyntaxWarning about the analysed file (an invalid escape in a string) is
-    # the file's own business, not noise for the person running the checker.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return ast.parse(text, filename=path)
-        except (RecursionError, MemoryError):
-            # Too deep for the parser: the file's own problem, one E999 for it.
-            raise SyntaxError("too deeply nested to parse", (path, 1, 1, "")) from None
-
-
-def _syntax_error_of(text: str, path: str) -> Finding | None:
-    """The file's syntax error, if any, as ``ast.parse`` (and flake8) reports it.
-
-    ``symtable`` parses in C without building Python AST objects: half the time
-    of ``ast.parse`` on the four backends (21 ms against 45 ms). It also rejects
-    a few programs ``ast.parse`` accepts (``nonlocal`` at module level), so its
-    errors are confirmed by ``ast.parse`` before they are reported.
-    """
-    import symtable
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            symtable.symtable(text, path, "exec")
-            return None
-        except SyntaxError:
-            pass
-        except (ValueError, RecursionError, MemoryError):
-            pass  # the confirming parse below decides
-    try:
-        _parse(text, path)
-    except SyntaxError as exc:
-        return _syntax_error(exc, path, text)
-    return None
-
-
-def _syntax_error(exc: SyntaxError, path: str, text: str) -> Finding:
-    from lint_plugin.source import syntax_error_position
-
-    row, column = syntax_error_position(exc, text)
-    return Finding(
-        path,
-        row,
-        column,
-        exc.end_lineno or row,
-        exc.end_offset or column,
-        SYNTAX_ERROR_CODE,
-        f"SyntaxError: {exc.msg}",
-    )

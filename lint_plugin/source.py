@@ -21,6 +21,33 @@ def rows_matching(pattern: re.Pattern[str], text: str, first_row: int = 1) -> li
     return rows
 
 
+def rows_of(text: str, offsets: list[int], first_row: int = 1) -> list[int]:
+    """Rows of ``text`` (its first line numbered ``first_row``) holding the
+    ascending ``offsets``, each once."""
+    rows: list[int] = []
+    last, row = 0, first_row
+    for offset in offsets:
+        row += text.count("\n", last, offset)
+        last = offset
+        if not rows or rows[-1] != row:
+            rows.append(row)
+    return rows
+
+
+def occurrences(text: str, words: tuple[str, ...]) -> list[int]:
+    """Every offset where one of ``words`` starts, ascending (overlaps too).
+    One ``str.find`` loop per word: a tenth of the time of one search for all
+    of them, which ``re`` tries at every offset of the text."""
+    found: list[int] = []
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            found.append(at)
+            at = text.find(word, at + 1)
+    found.sort()
+    return found
+
+
 def syntax_error_position(exc: SyntaxError, text: str) -> tuple[int, int]:
     """1-based row and column of ``exc`` in ``text``. Python before 3.12 gives no
     position for a NUL byte ("source code string cannot contain null bytes"):

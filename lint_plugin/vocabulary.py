@@ -212,7 +212,7 @@ def _pattern(texts: Iterable[str]) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def region_seeds() -> re.Pattern[str]:
+def region_seed_words() -> tuple[str, ...]:
     """A word some finding needs, where a region starts: the first group of
     each clause of several groups (a class rule's clauses start with the topk a
     draft backend keeps), every word of a statement rule's one-group clause
@@ -224,15 +224,27 @@ def region_seeds() -> re.Pattern[str]:
                 seeds += words(clause[0])
     # A word holding another seed adds nothing (and slows the search).
     seeds = [w for w in seeds if not any(o != w and o in w for o in seeds)]
-    return re.compile(_pattern(seeds))
+    return tuple(dict.fromkeys(seeds))
+
+
+@functools.lru_cache(maxsize=1)
+def region_seeds() -> re.Pattern[str]:
+    """``region_seed_words`` as one pattern."""
+    return re.compile(_pattern(region_seed_words()))
+
+
+@functools.lru_cache(maxsize=1)
+def row_word_list() -> tuple[str, ...]:
+    """Rows worth walking in a region: a formula or a helper call of a
+    statement rule always names one of these on one of its rows."""
+    found = [w for clause in _statement_clauses() for g in clause for w in words(g)]
+    return tuple(dict.fromkeys([*found, helper_prefix()]))
 
 
 @functools.lru_cache(maxsize=1)
 def row_words() -> re.Pattern[str]:
-    """Rows worth walking in a region: a formula or a helper call of a
-    statement rule always names one of these on one of its rows."""
-    found = [w for clause in _statement_clauses() for g in clause for w in words(g)]
-    return re.compile(_pattern([*found, helper_prefix()]))
+    """``row_word_list`` as one pattern."""
+    return re.compile(_pattern(row_word_list()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -266,6 +278,30 @@ def fact_pattern(aliases: Iterable[str] = ()) -> re.Pattern[str]:
 def _fact_pattern(aliases: tuple[str, ...]) -> re.Pattern[str]:
     names = _pattern([*fact_words(), *aliases])
     return re.compile(rf"\b(?:{names})\s*[(\[]")
+
+
+_CALLED = re.compile(r"\s*[(\[]")
+
+
+def fact_rows(text: str, aliases: Iterable[str] = (), first_row: int = 1) -> list[int]:
+    """The rows ``fact_pattern(aliases)`` matches on, found word by word with
+    ``str.find`` (the pattern starts with ``\\b``, which ``re`` tries at every
+    offset): a word not led by a word character, then a bracket."""
+    from lint_plugin.source import rows_of
+
+    starts = []
+    for word in dict.fromkeys([*fact_words(), *sorted(set(aliases))]):
+        size = len(word)
+        at = text.find(word)
+        while at >= 0:
+            before = text[at - 1] if at else ""
+            if not (before.isalnum() or before == "_") and _CALLED.match(
+                text, at + size
+            ):
+                starts.append(at)
+            at = text.find(word, at + 1)
+    starts.sort()
+    return rows_of(text, starts, first_row)
 
 
 @functools.lru_cache(maxsize=1)

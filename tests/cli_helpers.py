@@ -29,7 +29,7 @@ SAFETY = {"1": "safe", "2": "safe", "3": "unsafe"}  # KVI004: no fix
 
 
 def fake_check_source(
-    data: bytes, path: str, settings=None, notes=None
+    data: bytes, path: str, settings=None, notes=None, syntax_check=None
 ) -> list[Finding]:
     try:
         text = data.decode("utf-8")

@@ -33,3 +33,37 @@ def test_forked_workers_report_what_one_process_reports(tmp_path: Path, monkeypa
     assert len(forked.findings) == 12
     assert forked.files_checked == serial.files_checked == 12
     assert [e.path for e in forked.errors] == [e.path for e in serial.errors]
+
+
+def test_the_collector_is_off_while_files_are_checked_and_restored_after(
+    tmp_path: Path, monkeypatch
+):
+    import gc
+
+    paths = []
+    for index in range(5):
+        path = tmp_path / f"m{index}.py"
+        path.write_text(SITE)
+        paths.append(str(path))
+    selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
+    seen: list[bool] = []
+    collected: list[int] = []
+    from lint_plugin import scan
+
+    check_source = scan.check_source
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return check_source(*args, **kwargs)
+
+    monkeypatch.setattr(scan, "check_source", recording)
+    monkeypatch.setattr(check, "_COLLECT_EVERY", 2)
+    monkeypatch.setattr(check, "_collect_garbage", lambda: collected.append(1))
+    assert gc.isenabled()
+
+    result = check.check_files(paths, selection)
+
+    assert len(result.findings) == 5
+    assert seen == [False] * 5
+    assert len(collected) == 2  # after the 2nd and the 4th file
+    assert gc.isenabled()

@@ -5,7 +5,9 @@ only the line that could hide it; its reference reads every comment and string i
 order. The block finder searches for the keywords and checks each line's start;
 its reference is a pattern anchored at every line. Any disagreement would make
 check skip real code or read a docstring as code. The same holds for the class
-attributes that make a class a draft backend.
+attributes that make a class a draft backend, and for the rows the words of
+the rules are found on: found word by word with ``str.find``, their reference is
+the one pattern of all the words.
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from lint_plugin import vocabulary
 from lint_plugin.allocations import role_attributes
 from lint_plugin.roles import Role, role_of_name
-from lint_plugin.scan import _QUOTED, _Layout, _StringSpans
+from lint_plugin.scan import (
+    _QUOTED,
+    _Layout,
+    _seed_starts,
+    _StringSpans,
+    interesting_rows,
+)
+from lint_plugin.source import rows_matching, rows_of
 
 # One character per step: linear, where a repeated run (`[^"\\]+`) inside the
 # group backtracks exponentially on an unterminated string.
@@ -180,6 +190,59 @@ def test_role_attributes_agree_with_the_reference(text: str) -> None:
     assert role_attributes(text) == reference_role_attributes(text)
 
 
+def seed_rows(text: str) -> list[int]:
+    return rows_of(text, _seed_starts(text, ()))
+
+
+def reference_seed_rows(text: str) -> list[int]:
+    return rows_matching(vocabulary.region_seeds(), text)
+
+
+def reference_interesting_rows(text: str) -> list[int]:
+    return rows_matching(vocabulary.row_words(), text)
+
+
+ALIASES = ("alloc", "_buf")
+
+
+def fact_rows(text: str) -> tuple[list[int], list[int]]:
+    return vocabulary.fact_rows(text, (), 3), vocabulary.fact_rows(text, ALIASES, 3)
+
+
+def reference_fact_rows(text: str) -> tuple[list[int], list[int]]:
+    return tuple(
+        rows_matching(vocabulary.fact_pattern(aliases), text, 3)
+        for aliases in ((), ALIASES)
+    )
+
+
+WORD_PIECES = [
+    *vocabulary.region_seed_words(),
+    *vocabulary.row_word_list(),
+    *vocabulary.fact_words(),
+    *ALIASES,
+    "new_empty",
+    "empty_strided",
+    "x",
+    "_",
+    "é",
+    "(",
+    "[",
+    " ",
+    "\t",
+    "\n",
+    "\u00a0",  # Unicode whitespace: `\s` in the pattern
+    "\u3000(",
+]
+
+
+@given(joined(WORD_PIECES, 30))
+def test_rows_of_words_agree_with_the_reference(text: str) -> None:
+    assert seed_rows(text) == reference_seed_rows(text)
+    assert interesting_rows(text) == reference_interesting_rows(text)
+    assert fact_rows(text) == reference_fact_rows(text)
+
+
 @pytest.mark.parametrize(
     ("found", "expected"),
     [
@@ -218,3 +281,18 @@ def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> No
         finding.code == "KVI001"
         and finding.row == source.count("\n", 0, source.index("seq_lens_sum *")) + 1
     )
+
+
+def test_every_candidate_file_of_the_latest_release_has_the_same_rows(latest_package):
+    """The row finders run on the files the byte test lets through."""
+    checked = 0
+    for path in Path(latest_package).rglob("*.py"):
+        data = path.read_bytes()
+        if not vocabulary.could_match(data):
+            continue
+        text = re.sub(r"\r\n?", "\n", data.decode("utf-8"))
+        assert seed_rows(text) == reference_seed_rows(text), path
+        assert interesting_rows(text) == reference_interesting_rows(text), path
+        assert fact_rows(text) == reference_fact_rows(text), path
+        checked += 1
+    assert checked > 100
