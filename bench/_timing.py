@@ -85,6 +85,56 @@ def time_command(cmd: Sequence[str], cwd: Path) -> tuple[float, int]:
     return seconds, usage.ru_maxrss
 
 
+INSTALL = ROOT / ".cache" / "bench-install"
+
+
+def regular_install() -> Path:
+    """A regular (non-editable) install of this checkout, as a user's ``pip
+    install`` makes it (bytecode compiled), in a virtual environment of its
+    own under ``.cache/``; rebuilt when the package's sources changed.
+
+    An editable install puts an import finder in ``site`` that roughly doubles
+    ``python -c pass`` and so halves every small-file ratio: the cases time
+    this install, and their ``python -c pass`` is its interpreter.
+    """
+    import hashlib
+    import venv
+
+    digest = hashlib.sha256()
+    for folder in ("lint_plugin", "rules"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix in (".py", ".json", ".toml") and path.is_file():
+                digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+                digest.update(path.read_bytes())
+    digest.update((ROOT / "pyproject.toml").read_bytes())
+    stamp = INSTALL / "sources.sha256"
+    python = INSTALL / "bin" / "python"
+    if stamp.is_file() and stamp.read_text() == digest.hexdigest() and python.exists():
+        return INSTALL
+    shutil.rmtree(INSTALL, ignore_errors=True)
+    venv.create(INSTALL, with_pip=False)
+    # The checkout's wheel, built with this environment's pip and setuptools,
+    # installed by this pip into the new environment with the one dependency
+    # `check` imports (pathspec); pip compiles the bytecode, as for a user.
+    import importlib.metadata
+    import tempfile
+
+    pathspec = f"pathspec=={importlib.metadata.version('pathspec')}"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    with tempfile.TemporaryDirectory() as wheels:
+        _pip(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, ROOT)
+        built = [str(p) for p in Path(wheels).glob("*.whl")]
+        _pip(*pip, "--python", python, "install", "--no-deps", *built, pathspec)
+    stamp.write_text(digest.hexdigest())
+    return INSTALL
+
+
+def _pip(*cmd: str | Path) -> None:
+    done = subprocess.run([str(part) for part in cmd], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"regular install failed: {done.stderr.strip()[-300:]}")
+
+
 def compile_package() -> None:
     """Compile the installed package's bytecode, as ``pip install`` does."""
     import compileall
@@ -144,16 +194,64 @@ def interleaved(
     return a, b
 
 
+def tree_memory(cmd: Sequence[str], cwd: Path, every: float = 0.002) -> float:
+    """Peak proportional set size (MB) of ``cmd`` and every process it forks,
+    summed (pages shared between a parent and its forked workers counted
+    once), sampled from ``/proc`` every ``every`` seconds. Linux only; 0.0
+    elsewhere. Sampling costs CPU, so these runs are not the timed ones."""
+    if not Path("/proc/self/smaps_rollup").exists():
+        return 0.0
+    child = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd
+    )
+    peak = 0
+    while child.poll() is None:
+        peak = max(peak, sum(_pss(pid) for pid in _tree(child.pid)))
+        time.sleep(every)
+    return peak / 1024
+
+
+def _tree(root: int) -> list[int]:
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                pending += [int(p) for p in handle.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def _pss(pid: int) -> int:
+    """The process's PSS in KiB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 @dataclass(frozen=True)
 class Row:
     case: str
     ours: list[float]
     theirs: list[float]
     goal: float | None  # the largest acceptable ours/theirs ratio of medians
+    memory: tuple[float, float] | None = None  # peak tree PSS (MB), ours and theirs
 
     @property
     def ratio(self) -> float:
         return statistics.median(self.ours) / statistics.median(self.theirs)
+
+    @property
+    def pair_ratios(self) -> list[float]:
+        """ours/theirs of each interleaved pair: their spread is the noise."""
+        return [a / b for a, b in zip(self.ours, self.theirs, strict=True)]
 
     @property
     def met(self) -> bool | None:
@@ -180,19 +278,55 @@ def print_environment(repeat: int) -> None:
     print()
 
 
+def _spread(row: Row) -> str:
+    ratios = row.pair_ratios
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+
+
+def _memory(row: Row) -> str:
+    if row.memory is None:
+        return "-"
+    ours, theirs = row.memory
+    return f"{ours:.0f} / {theirs:.0f} MB"
+
+
 def print_table(rows: Sequence[Row]) -> None:
-    headers = ("case", "ours median s", "baseline median s", "ratio", "goal", "met?")
+    headers = (
+        "case",
+        "ours median s",
+        "baseline median s",
+        "ratio",
+        "pairs min-max",
+        "goal",
+        "met?",
+        "tree PSS ours / theirs",
+    )
     body = [
         (
             row.case,
             f"{statistics.median(row.ours):.3f}",
             f"{statistics.median(row.theirs):.3f}",
             f"{row.ratio:.2f}x",
+            _spread(row),
             "-" if row.goal is None else f"<= {row.goal:.2f}x",
             {None: "-", True: "yes", False: "NO"}[row.met],
+            _memory(row),
         )
         for row in rows
     ]
     widths = [max(len(r[i]) for r in (headers, *body)) for i in range(len(headers))]
     for line in (headers, tuple("-" * w for w in widths), *body):
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)))
+
+
+def print_markdown(rows: Sequence[Row], titles: dict[str, str]) -> None:
+    """The README's table, from this run."""
+    print("| case | ratio (pairs min-max) | goal | met? | tree PSS ours / theirs |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        goal = "reported" if row.goal is None else f"<= {row.goal:g}x"
+        met = {None: "-", True: "yes", False: "no"}[row.met]
+        print(
+            f"| {titles[row.case]} | {row.ratio:.2f}x ({_spread(row)}) | {goal} "
+            f"| {met} | {_memory(row)} |"
+        )
