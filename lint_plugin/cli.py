@@ -579,6 +579,7 @@ def run_check(args: argparse.Namespace) -> int:
             raise UsageError("--add-noqa cannot write to standard input")
         args.paths = [args.stdin_filename or "."]
         plan = load_plan(args, discover_files=False)
+        settings = _settings(args, plan)
         result = _check_stdin(args, plan)
     else:
         plan = load_plan(args)
@@ -631,7 +632,13 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         from lint_plugin.output import render
 
-        report = render(output_format, findings, unchecked, sources=sources)
+        report = render(
+            output_format,
+            findings,
+            unchecked,
+            sources=sources,
+            helpers_module=settings.helpers_module,
+        )
     if args.output_file:
         try:
             with open(args.output_file, "w", encoding="utf-8") as handle:

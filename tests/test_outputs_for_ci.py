@@ -115,6 +115,37 @@ def test_the_import_goes_after_the_last_top_level_import(repo, capsys):
     assert edit["location"] == edit["end_location"] == {"row": 6, "column": 1}
 
 
+@pytest.mark.parametrize("output_format", ["json", "sarif"])
+@pytest.mark.parametrize("where", ["command line", "table"])
+def test_the_import_is_from_the_helpers_module_the_run_uses(
+    repo, capsys, output_format, where
+):
+    if where == "table":
+        table = '[tool.draft-kv-lint]\nhelpers-module = "mypkg.helpers"\n'
+        (repo / "python" / "pyproject.toml").write_text(table)
+        argv = ["check", "--output-format", output_format, "pkg"]
+    else:
+        argv = ["check", "--helpers-module", "mypkg.helpers"]
+        argv += ["--output-format", output_format, "pkg"]
+    assert main(argv) == 1
+    found = _strings(json.loads(capsys.readouterr().out))
+    inserted = [t for t in found if t.startswith("from ") and " import " in t]
+    assert sorted(set(inserted)) == [
+        "from mypkg.helpers import draft_kv_indices_buffer_width\n",
+        "from mypkg.helpers import draft_kv_indices_used_len\n",
+    ]
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
 def test_the_output_default_module_is_the_rewriters() -> None:
     assert HELPERS_MODULE == DEFAULT_HELPERS_MODULE
 

@@ -69,16 +69,18 @@ def render(
     sources: Mapping[str, bytes] | None = None,
     show_fixes: bool = False,
     color: bool = False,
+    helpers_module: str | None = None,
 ) -> str:
     """Everything ``check`` prints on stdout for ``findings`` in ``output_format``.
 
     ``sources`` (path to bytes) lets ``full`` show the code and lets the machine
-    formats complete each fix with its import edit."""
+    formats complete each fix with its import edit, from ``helpers_module``
+    (None: the default, sglang's)."""
     sources = sources or {}
     if output_format in ("json", "json-lines", "sarif") and sources:
-        from lint_plugin.output.complete_fixes import complete
+        from lint_plugin.output.complete_fixes import HELPERS_MODULE, complete
 
-        findings = complete(findings, sources)
+        findings = complete(findings, sources, helpers_module or HELPERS_MODULE)
     if output_format in ("text", "concise", "full"):
         from lint_plugin.output import text
 
