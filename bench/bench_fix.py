@@ -116,7 +116,7 @@ def in_process_row(workdir: Path, paths: list[str], repeat: int) -> Row:
     """
     import libcst as cst
 
-    from lint_plugin.rewrite import Options, rewrite_text
+    from lint_plugin.fix.rewrite import Options, rewrite_text
 
     print("mode: IN-PROCESS FALLBACK (`draft-kv-lint fix` not available):")
     print("      rewrite_text() vs cst.parse_module(text).code, imports excluded;")

@@ -48,11 +48,11 @@ TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
     from collections.abc import Callable
 
-    from lint_plugin.check import CheckResult
-    from lint_plugin.config import Config, ConfigResolver
-    from lint_plugin.files import PathFilter
+    from lint_plugin.check.files import PathFilter
+    from lint_plugin.check.pipeline import CheckResult
+    from lint_plugin.config.selection import PerFileSelection
+    from lint_plugin.config.table import Config, ConfigResolver
     from lint_plugin.findings import FileError
-    from lint_plugin.selection import PerFileSelection
 
 PROG = "draft-kv-lint"
 
@@ -214,15 +214,20 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     file is checked. A configuration that cannot be used stops only the files it
     governs: each is reported (``Plan.errors``) and the run exits 2 at the end;
     a bad ``--config`` or command line is a usage error."""
-    from lint_plugin.config import Config, ConfigError, ConfigResolver, load_config
-    from lint_plugin.files import Discovery, PathFilter, discover
-    from lint_plugin.findings import FileError
-    from lint_plugin.selection import (
+    from lint_plugin.check.files import Discovery, PathFilter, discover
+    from lint_plugin.config.selection import (
         Layer,
         PerFileSelection,
         SelectorError,
         build_selection,
     )
+    from lint_plugin.config.table import (
+        Config,
+        ConfigError,
+        ConfigResolver,
+        load_config,
+    )
+    from lint_plugin.findings import FileError
 
     try:
         fixed = None
@@ -455,10 +460,10 @@ def _print_file_errors(errors: Sequence[FileError]) -> None:
 
 
 def _add_noqa(result: CheckResult) -> int:
-    from lint_plugin.atomic import write_atomic
+    from lint_plugin.engine.prefilter import decoded
     from lint_plugin.findings import SYNTAX_ERROR_CODE
-    from lint_plugin.noqa import add_noqa
-    from lint_plugin.prefilter import decoded
+    from lint_plugin.fix.atomic import write_atomic
+    from lint_plugin.noqa.directives import add_noqa
 
     added = 0
     for report in result.reports:
@@ -500,7 +505,7 @@ def _use_color(choice: str, stream) -> bool:
 
 
 def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
-    from lint_plugin.check import CheckResult, FileReport, check_bytes
+    from lint_plugin.check.pipeline import CheckResult, FileReport, check_bytes
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -514,10 +519,10 @@ def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
 def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
     with it), the original when nothing could be fixed; ``--diff``: the diff."""
-    from lint_plugin.diff import unified_diff
+    from lint_plugin.engine.prefilter import SourceError, decoded
     from lint_plugin.findings import FileError
-    from lint_plugin.prefilter import SourceError, decoded
-    from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
+    from lint_plugin.fix.diff import unified_diff
+    from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
@@ -554,7 +559,7 @@ def _fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from lint_plugin.check import check_files
+    from lint_plugin.check.pipeline import check_files
 
     stdin = args.paths == ["-"]
     if "-" in args.paths and not stdin:
@@ -661,10 +666,10 @@ def _explain(args: argparse.Namespace) -> int:
     """``check --explain FILE:ROW``: 1 when an allocation there is unsized. An
     argument that is no FILE:ROW is a usage error; a file that cannot be read,
     parsed or holds no allocation at the row, one line (both exit 2)."""
+    from lint_plugin.check.files import read_source
+    from lint_plugin.engine.prefilter import SourceError, decode
     from lint_plugin.explain import NothingToExplain, explain
-    from lint_plugin.files import read_source
     from lint_plugin.findings import FileError
-    from lint_plugin.prefilter import SourceError, decode
 
     path, _, row = args.explain.rpartition(":")
     if not path or not row.isdigit() or int(row) < 1:
@@ -694,7 +699,7 @@ def _cache(args: argparse.Namespace, plan: Plan, settings):
     governs the current folder, else the current folder), unless switched off."""
     if args.no_cache:
         return None
-    from lint_plugin.cache import cache_for
+    from lint_plugin.check.cache import cache_for
 
     return cache_for(args.cache_dir, plan.config.root, settings)
 
@@ -702,7 +707,7 @@ def _cache(args: argparse.Namespace, plan: Plan, settings):
 def _settings(args: argparse.Namespace, plan: Plan):
     """The engine settings: the command line beats the configuration."""
     from lint_plugin.codes import OPT_IN
-    from lint_plugin.settings import Settings
+    from lint_plugin.engine.settings import Settings
 
     defaults = Settings()
     return Settings(
@@ -720,7 +725,7 @@ def _settings(args: argparse.Namespace, plan: Plan):
 
 def _configured_guard_module(args: argparse.Namespace, plan: Plan) -> str | None:
     """``--guard-module`` or the configuration's; None: ``fix`` reads it from the
-    tree (see :mod:`lint_plugin.guard_home`)."""
+    tree (see :mod:`lint_plugin.fix.guard_home`)."""
     return getattr(args, "guard_module", None) or plan.config.guard_module
 
 
@@ -743,8 +748,8 @@ def _add_clean_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_clean(args: argparse.Namespace) -> int:
-    from lint_plugin.cache import cache_folder, clean
-    from lint_plugin.config import ConfigError, ConfigResolver
+    from lint_plugin.check.cache import cache_folder, clean
+    from lint_plugin.config.table import ConfigError, ConfigResolver
 
     try:
         root = ConfigResolver().for_path(".").root
@@ -829,8 +834,8 @@ def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_fix_command(args: argparse.Namespace) -> int:
     # Imported here: libcst is the codemod's business, never check's.
-    from lint_plugin.fix import run_fix
-    from lint_plugin.rewrite import Options
+    from lint_plugin.fix.command import run_fix
+    from lint_plugin.fix.rewrite import Options
 
     plan = load_plan(args)
     for error in plan.errors:

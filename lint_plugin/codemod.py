@@ -7,7 +7,7 @@
 ``--no-format`` because libcst.tool otherwise runs black over the whole file (and
 fails per file when black is missing); the rewritten statements are already
 wrapped the way black would, and the transform's whole output has passed the gate
-of :mod:`lint_plugin.verify`. ``draft-kv-lint fix`` is the main entry: it adds
+of :mod:`lint_plugin.fix.gate.verify`. ``draft-kv-lint fix`` is the main entry: it adds
 ``--diff``, ``--check`` and atomic writes around the same transform.
 """
 
@@ -18,8 +18,8 @@ import argparse
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
-from lint_plugin.collection import released
-from lint_plugin.rewrite import (
+from lint_plugin.fix.collection import released
+from lint_plugin.fix.rewrite import (
     DEFAULT_HELPERS_MODULE,
     Options,
     RewriteRefused,
@@ -73,7 +73,7 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
             self.warn(warning)
         if not result.changed:
             return tree
-        from lint_plugin.fix import restore_line_endings
+        from lint_plugin.fix.command import restore_line_endings
 
         return cst.parse_module(restore_line_endings(original, text, result.text))
 
@@ -82,7 +82,7 @@ def _undefined_imports(path: str, text: str, result, options: Options) -> list[s
     """One file at a time, libcst.tool cannot add a definition to another module:
     say which names the module this file imports from lacks (``draft-kv-lint
     fix`` adds them)."""
-    from lint_plugin.helper_homes import Needs, needs_of, reported_names
+    from lint_plugin.fix.helper_homes import Needs, needs_of, reported_names
 
     needs = Needs()
     reported = reported_names(text, result.elsewhere)

@@ -1,7 +1,8 @@
 """``draft-kv-lint check --explain FILE:ROW``: why an allocation is sized or not.
 
 For every torch allocation whose statement spans ROW, in any class, it prints
-each path of the width analysis (:mod:`lint_plugin.widths`): the row width it
+each path of the width analysis (:mod:`lint_plugin.engine.flow.widths`): the row width
+it
 derived, the branch conditions of the path and the rows of the definitions it
 followed, and KVI003's verdict for that path (sized, unsized with the values that
 show it, not judged and why), then the allocation's verdict. The whole file is
@@ -13,11 +14,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from lint_plugin import symbolic
-from lint_plugin.analysis import walk
+from lint_plugin.engine.analysis import walk
+from lint_plugin.engine.flow import symbolic
+from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
+from lint_plugin.engine.source import Source
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
-from lint_plugin.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.source import Source
 
 
 class NothingToExplain(ValueError):

@@ -6,7 +6,8 @@ command line; front ends read ``RULES`` for codes, messages, docs and examples.
 
 from __future__ import annotations
 
-from lint_plugin import codes, vocabulary
+from lint_plugin import codes
+from lint_plugin.engine import vocabulary
 from lint_plugin.records import field, record
 
 
@@ -82,11 +83,11 @@ OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
 if tuple(sorted(RULES)) != tuple(sorted(codes.CODES)) or OPT_IN != codes.OPT_IN:
     raise ImportError("lint_plugin.codes does not list the rules of lint_plugin.rules")
 # Each rule declares the words it needs; the pre-filters are built from the
-# mirror the byte test can import without the rules (lint_plugin.vocabulary).
+# mirror the byte test can import without the rules (lint_plugin.engine.vocabulary).
 NEEDS = {m.RULE.code: m.NEEDS for m in _MODULES}
 if NEEDS != vocabulary.DECLARED:
     drifted = sorted(c for c in NEEDS if NEEDS[c] != vocabulary.DECLARED.get(c))
     raise ImportError(
-        f"lint_plugin.vocabulary.DECLARED is not what the rules declare: {drifted}"
+        f"lint_plugin.engine.vocabulary.DECLARED is not what the rules declare: {drifted}"
     )
 DECISIONS = tuple((m.RULE.code, m.decide) for m in _MODULES if hasattr(m, "decide"))

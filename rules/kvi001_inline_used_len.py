@@ -1,7 +1,7 @@
-from lint_plugin.formulas import USED_LEN
-from lint_plugin.roles import Role
+from lint_plugin.engine.formulas import USED_LEN
+from lint_plugin.engine.roles import Role
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
-from lint_plugin.vocabulary import Needs
 
 _BACKEND = """\
 class FooMultiStepDraftBackend:

@@ -1,7 +1,7 @@
-from lint_plugin.formulas import BUFFER_WIDTH
-from lint_plugin.roles import Role
+from lint_plugin.engine.formulas import BUFFER_WIDTH
+from lint_plugin.engine.roles import Role
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
-from lint_plugin.vocabulary import Needs
 
 # A topk beside a max_context_len, or a call of the helper.
 NEEDS = Needs((((Role.TOPK,), (Role.MAX_CONTEXT_LEN,)), ((BUFFER_WIDTH,),)))

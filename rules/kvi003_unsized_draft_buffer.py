@@ -1,10 +1,10 @@
 """KVI003: the CI gate against the #27338 bug, a draft kv_indices row too small.
 
 The rule judges a row by its value on every path, the bug's own definition: the
-width analysis (:mod:`lint_plugin.per_step_rows`) reads each allocation as rows,
+width analysis (:mod:`lint_plugin.engine.flow.per_step_rows`) reads each allocation as rows,
 one per path, and a row is sized when it is at least ``num_seqs * topk * context``
-for all positive sizes (:func:`lint_plugin.bounds.proves`), unsized when a binding
-shows it smaller (:func:`lint_plugin.bounds.find_witness`), not judged otherwise.
+for all positive sizes (:func:`lint_plugin.engine.flow.bounds.proves`), unsized when a binding
+shows it smaller (:func:`lint_plugin.engine.flow.bounds.find_witness`), not judged otherwise.
 """
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ import itertools
 import re
 from collections.abc import Iterator
 
-from lint_plugin import symbolic
-from lint_plugin.alternatives import role_of_value
-from lint_plugin.bounds import evaluable, find_witness, proves, values_of
-from lint_plugin.dataflow import literal_order
-from lint_plugin.facts import Allocation, ClassFacts, ModuleFacts
+from lint_plugin.engine.facts import Allocation, ClassFacts, ModuleFacts
+from lint_plugin.engine.flow import symbolic
+from lint_plugin.engine.flow.alternatives import role_of_value
+from lint_plugin.engine.flow.bounds import evaluable, find_witness, proves, values_of
+from lint_plugin.engine.flow.dataflow import literal_order
+from lint_plugin.engine.flow.per_step_rows import Row, allocation_rows
+from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
+from lint_plugin.engine.formulas import BUFFER_WIDTH, render_helper_call
+from lint_plugin.engine.roles import CONTEXT_ROLES, SEQUENCE_COUNT_NAMES, Role
+from lint_plugin.engine.source import one_line
+from lint_plugin.engine.values import factors
+from lint_plugin.engine.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
 from lint_plugin.findings import Fix
-from lint_plugin.formulas import BUFFER_WIDTH, render_helper_call
-from lint_plugin.per_step_rows import Row, allocation_rows
 from lint_plugin.records import field, record
-from lint_plugin.roles import CONTEXT_ROLES, SEQUENCE_COUNT_NAMES, Role
 from lint_plugin.rules import Example, Rule
-from lint_plugin.source import one_line
-from lint_plugin.symbolic import Const, Expr, Op, holds
-from lint_plugin.values import factors
-from lint_plugin.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
 
 _TEMPLATE = """\
 import torch
@@ -656,7 +656,7 @@ def _satisfiable(width, goal, conds) -> bool:
 
 
 def _sample(width, goal, conds):
-    from lint_plugin.bounds import bindings
+    from lint_plugin.engine.flow.bounds import bindings
 
     keys = sorted(
         {

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from lint_plugin.alternatives import role_of_value
-from lint_plugin.facts import ModuleFacts
-from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN, misplaced_arguments
+from lint_plugin.engine.facts import ModuleFacts
+from lint_plugin.engine.flow.alternatives import role_of_value
+from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN, misplaced_arguments
+from lint_plugin.engine.source import one_line
+from lint_plugin.engine.values import arguments
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
-from lint_plugin.source import one_line
-from lint_plugin.values import arguments
-from lint_plugin.vocabulary import Needs
 
 # A call of either helper.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.facts import ModuleFacts
-from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.engine.facts import ModuleFacts
+from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
-from lint_plugin.vocabulary import Needs
 
 # A helper's name.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))

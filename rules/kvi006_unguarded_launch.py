@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.arith import Sum, build
-from lint_plugin.facts import (
+from lint_plugin.engine.arith import Sum, build
+from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
     ClassFacts,
@@ -14,13 +14,13 @@ from lint_plugin.facts import (
     ModuleFacts,
     position,
 )
+from lint_plugin.engine.flow.symbolic import SYMBOLIC, Op, Sym
+from lint_plugin.engine.formulas import USED_LEN, match_used_len
+from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.findings import Fix
-from lint_plugin.formulas import USED_LEN, match_used_len
-from lint_plugin.guard_placement import place_guard
-from lint_plugin.roles import Role, role_of_name
+from lint_plugin.fix.guard_placement import place_guard
 from lint_plugin.rules import Example, Rule
-from lint_plugin.symbolic import SYMBOLIC, Op, Sym
-from lint_plugin.vocabulary import Needs
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
 NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))

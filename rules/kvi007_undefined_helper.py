@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from lint_plugin.facts import GUARD, ModuleFacts
+from lint_plugin.engine.facts import GUARD, ModuleFacts
+from lint_plugin.engine.formulas import HELPER_SLOTS
+from lint_plugin.engine.package_tree import Home, defines, module_home
+from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
 from lint_plugin.findings import Fix
-from lint_plugin.formulas import HELPER_SLOTS
-from lint_plugin.package_tree import Home, defines, module_home
 from lint_plugin.rules import Example, Rule
-from lint_plugin.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
 
 # An import of either helper or of the guard.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH, GUARD),),))

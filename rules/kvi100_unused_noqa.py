@@ -1,5 +1,5 @@
+from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
-from lint_plugin.vocabulary import Needs
 
 _SITE = """\
 class FooMultiStepDraftBackend:
@@ -9,7 +9,7 @@ class FooMultiStepDraftBackend:
 _INLINE = "seq_lens_sum * self.topk + bs * (i + 1)"
 _HELPER = "draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)"
 
-# A `# noqa` directive of its own: lint_plugin.noqa finds those.
+# A `# noqa` directive of its own: lint_plugin.noqa.directives finds those.
 NEEDS = Needs(())
 
 RULE = Rule(

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from lint_plugin import scan
 from lint_plugin.cli import main
+from lint_plugin.engine import scan
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 
 MARKER = re.compile(r"kvi00(\d)_here")

@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from lint_plugin.formulas import BUFFER_WIDTH
+from lint_plugin.engine.formulas import BUFFER_WIDTH
 
 
 @dataclass(frozen=True)

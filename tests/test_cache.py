@@ -17,11 +17,11 @@ from import_probe import imported_by
 from test_properties import buffer_width, near_miss, used_len
 
 import lint_plugin
-from lint_plugin import cache as cache_module
-from lint_plugin import scan
-from lint_plugin.cache import _BUILD_MARKER, Cache, _decode, _encode, _hasher
+from lint_plugin.check import cache as cache_module
+from lint_plugin.check.cache import _BUILD_MARKER, Cache, _decode, _encode, _hasher
+from lint_plugin.engine import scan
+from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import Edit, Finding, Fix
-from lint_plugin.settings import Settings
 
 pytest_plugins = ("cli_helpers",)
 
@@ -102,7 +102,12 @@ def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
     (tmp_path / "a.py").write_text(KVI001)
     monkeypatch.chdir(tmp_path)
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
-    watch = ("ast", "lint_plugin.scan", "lint_plugin.analysis", "symtable")
+    watch = (
+        "ast",
+        "lint_plugin.engine.scan",
+        "lint_plugin.engine.analysis",
+        "symtable",
+    )
     cold, status = imported_by(body, watch, cwd=tmp_path)
     assert (sorted(cold), status) == (sorted(watch), "1")
     assert imported_by(body, watch, cwd=tmp_path) == ([], "1")
@@ -386,6 +391,43 @@ def test_another_build_of_the_tool_or_python_is_another_folder(
     touched = cache_module._code_fingerprint()
     monkeypatch.setattr(sys, "version", sys.version + " (another build)")
     assert len({before, edited, touched, cache_module._code_fingerprint()}) == 4
+
+
+def test_a_module_of_any_subpackage_is_part_of_the_build(tmp_path, monkeypatch):
+    package = tmp_path / "lint_plugin"
+    (package / "rules").mkdir(parents=True)
+    (package / "engine" / "flow").mkdir(parents=True)
+    (package / "engine" / "__pycache__").mkdir()
+    deep = package / "engine" / "flow" / "widths.py"
+    deep.write_text("x = 1\n")
+    monkeypatch.setattr(lint_plugin, "__path__", [str(package)])
+    before = cache_module._code_fingerprint()
+    (package / "engine" / "__pycache__" / "w.cpython-311.pyc").write_bytes(b"")
+    assert cache_module._code_fingerprint() == before  # bytecode is no source
+    deep.write_text("x = 22\n")
+    assert cache_module._code_fingerprint() != before
+
+
+def test_every_module_of_the_installed_tool_is_part_of_the_build(monkeypatch):
+    """Each module, whatever its folder, changes the build's name when edited."""
+    root = Path(lint_plugin.__path__[0])
+    modules = [p for p in root.rglob("*.py") if "__pycache__" not in p.parts]
+    assert any(len(p.relative_to(root).parts) > 2 for p in modules)  # engine/flow
+    before = cache_module._code_fingerprint()
+    real_stat = os.DirEntry.stat
+    for module in modules:
+        status = module.stat()
+
+        def edited(entry, *, follow_symlinks=True, target=str(module)):
+            found = real_stat(entry, follow_symlinks=follow_symlinks)
+            if entry.path != target:
+                return found
+            return os.stat_result((*found[:6], found[6] + 1, *found[7:]))
+
+        monkeypatch.setattr(os.DirEntry, "stat", edited, raising=False)
+        assert cache_module._code_fingerprint() != before, module
+        monkeypatch.undo()
+        assert module.stat().st_size == status.st_size
 
 
 def test_keys_cover_path_settings_and_bytes(tmp_path) -> None:

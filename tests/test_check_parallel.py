@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin import check
-from lint_plugin.selection import Layer, build_selection
+from lint_plugin.check import pipeline as check
+from lint_plugin.config.selection import Layer, build_selection
 
 SITE = "n = seq_lens_sum * self.topk + bs * (i + 1)\n"
 
@@ -48,7 +48,7 @@ def test_the_collector_is_off_while_files_are_checked_and_restored_after(
     selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
     seen: list[bool] = []
     collected: list[int] = []
-    from lint_plugin import scan
+    from lint_plugin.engine import scan
 
     check_source = scan.check_source
 

@@ -2,7 +2,7 @@
 subprocess runs for the entry point and the lazy imports.
 
 Most tests use the stand-in engine from ``cli_helpers`` (marker words become
-findings); the ones marked "real engine" run ``lint_plugin.scan`` as shipped.
+findings); the ones marked "real engine" run ``lint_plugin.engine.scan`` as shipped.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
 ):
     from cli_helpers import fake_check_source
 
-    from lint_plugin import scan
+    from lint_plugin.engine import scan
 
     def explode_on_b(data: bytes, path: str, settings=None):
         if path.endswith("b.py"):
@@ -681,7 +681,7 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
 
 
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
-    from lint_plugin import scan
+    from lint_plugin.engine import scan
 
     def explode(data: bytes, path: str, settings=None):
         raise RuntimeError("boom")

@@ -135,7 +135,7 @@ def test_the_real_engine_and_flake8_agree_on_a_lower_case_directive(tree):
 
 
 def test_show_settings_shows_every_key_of_the_table(tree, run, fake_engine):
-    from lint_plugin.config import ConfigError, parse_table
+    from lint_plugin.config.table import ConfigError, parse_table
 
     (tree / "pyproject.toml").write_text(
         "[tool.draft-kv-lint]\n"

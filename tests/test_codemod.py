@@ -9,7 +9,7 @@ import pytest
 from libcst.codemod import CodemodTest
 
 from lint_plugin.codemod import DraftKvIndicesCommand
-from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN, RULES
 
 HELPERS = "helpers"  # a short module name keeps the added import on one line

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from corpus import BACKENDS
 
-from lint_plugin.formulas import BUFFER_WIDTH, USED_LEN
-from lint_plugin.rewrite import Options, rewrite_text
-from lint_plugin.scan import check_source
+from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.engine.scan import check_source
+from lint_plugin.fix.rewrite import Options, rewrite_text
 
 HELPERS = (USED_LEN, BUFFER_WIDTH)
 

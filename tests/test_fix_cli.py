@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin import formulas
 from lint_plugin.cli import main
+from lint_plugin.engine import formulas
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -157,7 +157,7 @@ def test_libcst_tool_runs_the_same_transform(backends: Path) -> None:
 
 
 def test_an_internal_error_on_one_file_spares_the_others(tmp_path, monkeypatch, capsys):
-    from lint_plugin import formatting
+    from lint_plugin.fix import formatting
 
     first = write(tmp_path / "a.py", SITE.encode())
     second = write(tmp_path / "b.py", SITE.encode())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin import files
+from lint_plugin.check import files
 from lint_plugin.cli import main
 
 SITE = (
@@ -190,9 +190,9 @@ def test_a_path_like_an_option_stays_a_path(tmp_path, capsys, monkeypatch) -> No
 SIGNAL_TRIALS = textwrap.dedent(
     """
     import faulthandler, json, os, signal, sys
-    from lint_plugin import atomic
-    from lint_plugin.cache import Cache
-    from lint_plugin.settings import Settings
+    from lint_plugin.fix import atomic
+    from lint_plugin.check.cache import Cache
+    from lint_plugin.engine.settings import Settings
 
     # A signal in the middle of tempfile's own lock would hang the next write:
     # that is a failure too, not a test that never ends.

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from interpreter import run_function
 
-from lint_plugin import edits, formatting, rewrite
 from lint_plugin.cli import main
-from lint_plugin.fix import fix_file
-from lint_plugin.oracle import equivalent
-from lint_plugin.rewrite import Options
-from lint_plugin.scan import check_source
+from lint_plugin.engine.scan import check_source
+from lint_plugin.fix import edits, formatting, rewrite
+from lint_plugin.fix.command import fix_file
+from lint_plugin.fix.gate.oracle import equivalent
+from lint_plugin.fix.rewrite import Options
 
 # The minimal case: two rewrites on neighbouring lines, the lower one
 # moving a comment.

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from lint_plugin import runtime
-from lint_plugin.noqa import review
-from lint_plugin.scan import check_source
+from lint_plugin.engine.scan import check_source
+from lint_plugin.noqa.directives import review
 
 SOURCE = """\
 class XMultiStepDraftBackend:

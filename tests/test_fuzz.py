@@ -15,9 +15,9 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from lint_plugin import scan
-from lint_plugin.analysis import analyze
-from lint_plugin.source import Source
+from lint_plugin.engine import scan
+from lint_plugin.engine.analysis import analyze
+from lint_plugin.engine.source import Source
 
 # hypothesmith compiles what it generates; its SyntaxWarnings are about that code.
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin.guard_home import guard_module_for
-from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.engine.scan import check_source
+from lint_plugin.engine.settings import Settings
+from lint_plugin.fix.guard_home import guard_module_for
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN
 from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND
-from lint_plugin.scan import check_source
-from lint_plugin.settings import Settings
 
 KVI006 = Options(
     unsafe_fixes=True, opt_in=OPT_IN, selected=lambda f: f.code == "KVI006"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin import definitions
 from lint_plugin.cli import main
-from lint_plugin.helper_homes import DefinitionRefused, check_added
-from lint_plugin.package_tree import defines
+from lint_plugin.engine.package_tree import defines
+from lint_plugin.fix import definitions
+from lint_plugin.fix.helper_homes import DefinitionRefused, check_added
 
 SPEC_UTILS = "python/sglang/srt/speculative/spec_utils.py"
 BACKEND = "python/sglang/srt/layers/attention/foo_backend.py"
@@ -144,7 +144,7 @@ def test_a_module_that_cannot_take_them_leaves_its_importers_alone(tmp_path, cap
 def test_a_module_that_cannot_be_written_leaves_its_importers_alone(
     tmp_path, capsys, monkeypatch
 ) -> None:
-    from lint_plugin import fix as fix_module
+    from lint_plugin.fix import command as fix_module
 
     real = fix_module.write_atomic
 

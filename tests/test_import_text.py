@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lint_plugin import rewrite
-from lint_plugin.import_text import add_import
-from lint_plugin.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE
+from lint_plugin.engine.settings import DEFAULT_GUARD_MODULE, DEFAULT_HELPERS_MODULE
+from lint_plugin.fix import rewrite
+from lint_plugin.fix.imports.by_text import add_import
 
 # hypothesmith compiles what it generates; its SyntaxWarnings are about that code.
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
@@ -206,7 +206,7 @@ def test_every_backend_and_worker_of_the_latest_release(latest_package) -> None:
 
 def full_header_cut(text: str) -> int:
     """The header's end from a parse of the whole text (what _header shortcuts)."""
-    from lint_plugin.edits import header_last_row, line_starts
+    from lint_plugin.fix.edits import header_last_row, line_starts
 
     last = header_last_row(ast.parse(text))
     if last == 0:
@@ -274,8 +274,8 @@ def test_helpers_imported_under_aliases_get_an_import_isort_keeps(
     the helpers get their own import, where ruff's isort orders it."""
     import subprocess
 
-    from lint_plugin.formatting import _ruff
-    from lint_plugin.rewrite import Options, rewrite_text
+    from lint_plugin.fix.formatting import _ruff
+    from lint_plugin.fix.rewrite import Options, rewrite_text
 
     rewritten = rewrite_text(header + SITES, "m.py", Options()).text
     assert header in rewritten  # the aliases' import is left as it was

@@ -14,11 +14,11 @@ from textwrap import dedent
 import pytest
 from corpus import BACKENDS
 
-from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.config.selection import Layer, build_selection
+from lint_plugin.engine.scan import check_source
+from lint_plugin.engine.settings import Settings
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN
-from lint_plugin.scan import check_source
-from lint_plugin.selection import Layer, build_selection
-from lint_plugin.settings import Settings
 
 
 @pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])

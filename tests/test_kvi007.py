@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin.cli import main
-from lint_plugin.package_tree import module_home, source_roots
+from lint_plugin.engine.package_tree import module_home, source_roots
 
 SPEC_UTILS = "python/sglang/srt/speculative/spec_utils.py"
 BACKEND = "python/sglang/srt/layers/attention/triton_backend.py"
@@ -389,7 +389,7 @@ BINDINGS = [
 
 
 def test_what_a_module_binds_is_what_running_it_binds(tmp_path) -> None:
-    from lint_plugin.package_tree import defines
+    from lint_plugin.engine.package_tree import defines
 
     paths = []
     for index, (text, _) in enumerate(BINDINGS):

@@ -15,9 +15,9 @@ import pytest
 from corpus import ATTENTION, BACKENDS, SPECULATIVE, wheel
 
 from lint_plugin.cli import main
-from lint_plugin.formulas import HELPER_SLOTS
-from lint_plugin.package_tree import defines
-from lint_plugin.rewrite import Options, rewrite_text
+from lint_plugin.engine.formulas import HELPER_SLOTS
+from lint_plugin.engine.package_tree import defines
+from lint_plugin.fix.rewrite import Options, rewrite_text
 
 pytestmark = pytest.mark.corpus
 NAMES = {*HELPER_SLOTS, "assert_buffer_fits"}

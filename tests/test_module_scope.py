@@ -1,6 +1,6 @@
 """check parses only the regions of a file that can match; what a width flows
 from outside them (module constants and functions, imports, base classes) is
-parsed on first need (lint_plugin.module_scope). The pieces must give the same
+parsed on first need (lint_plugin.engine.module_scope). The pieces must give the same
 module-level definitions as the whole tree, name by name, on real files."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin.module_scope import TextModuleScope, TreeModuleScope
-from lint_plugin.scan import _Layout, _StringSpans
-from lint_plugin.scopes import Scope
-from lint_plugin.source import Source
+from lint_plugin.engine.flow.scopes import Scope
+from lint_plugin.engine.module_scope import TextModuleScope, TreeModuleScope
+from lint_plugin.engine.scan import _Layout, _StringSpans
+from lint_plugin.engine.source import Source
 
 SNIPPET = '''\
 """A docstring naming PAD = 1 and def fake(): no binding."""

@@ -1,11 +1,11 @@
-"""``lint_plugin.noqa``: parsing directives and the ``--add-noqa`` writer."""
+"""``lint_plugin.noqa.directives``: parsing directives and the ``--add-noqa`` writer."""
 
 from __future__ import annotations
 
 import pytest
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.noqa import add_noqa, apply_noqa, parse_suppressions
+from lint_plugin.noqa.directives import add_noqa, apply_noqa, parse_suppressions
 
 
 def at(row: int, code: str = "KVI001") -> Finding:
@@ -196,7 +196,7 @@ def test_a_directive_inside_a_string_is_never_edited():
 
 
 def test_unused_codes_in_a_string_are_not_reported():
-    from lint_plugin.noqa import review
+    from lint_plugin.noqa.directives import review
 
     source = 'x = len("# noqa: KVI001")\n'
     assert review([], source, "a.py") == []
@@ -211,7 +211,7 @@ def test_unused_codes_in_a_string_are_not_reported():
 def test_the_byte_prefilter_never_hides_an_unused_directive(comment):
     """``check`` skips KVI100 for a file without findings when its bytes cannot
     hold a KVI directive: any code case counts (``Kvi001`` was missed)."""
-    from lint_plugin.noqa import may_hold_own_directive, review
+    from lint_plugin.noqa.directives import may_hold_own_directive, review
 
     for source in (f"x = 1  {comment}\n", f"{comment}\n"):
         if review([], source, "a.py"):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from lint_plugin.cli import main
+from lint_plugin.fix.rewrite import DEFAULT_HELPERS_MODULE
 from lint_plugin.output.complete_fixes import HELPERS_MODULE
-from lint_plugin.rewrite import DEFAULT_HELPERS_MODULE
 
 BACKEND = '''\
 """A draft backend in the shape of SGLang's."""

@@ -34,10 +34,10 @@ from harness import (
     run,
 )
 
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof import names, standins
 from lint_plugin.proof.grid import long_sequence_grid
 from lint_plugin.proof.record import Recorder as RecorderForNames
-from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_used_len
 
 DEVICES = [

@@ -14,9 +14,9 @@ import pytest
 from harness import Recorder, ReferenceDraftKernel, compare, default_grid, run
 from mutants import REGRESSIONS, mutate, sites
 
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof.grid import long_sequence_grid
 from lint_plugin.proof.run import NO_SUM
-from lint_plugin.rewrite import Options, rewrite_text
 from lint_plugin.rules import OPT_IN
 
 BACKENDS = {

@@ -29,12 +29,12 @@ import pytest
 from corpus import LATEST, NEW, OLD, attention_dir
 from harness import rewrite_in_class
 
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof.grid import proof_grid
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
 from lint_plugin.proof.locate import locate_kernel
 from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import DIFFERS, NOT_COVERED, prove_class
-from lint_plugin.rewrite import Options, rewrite_text
 
 pytestmark = pytest.mark.corpus
 CLASSES = {

@@ -44,12 +44,12 @@ import pytest
 import torch
 from corpus import LATEST, NEW, OLD, RELEASES, attention_dir
 
+from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof.grid import Params, default_grid, long_sequence_grid, proof_grid
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
 from lint_plugin.proof.locate import locate_kernel
 from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import IDENTICAL, WIDENED, ClassProof, prove_class
-from lint_plugin.rewrite import Options, rewrite_text
 
 pytestmark = pytest.mark.corpus
 HERE = Path(__file__).resolve().parent

@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from lint_plugin.analysis import analyze
-from lint_plugin.noqa import review
+from lint_plugin.engine.analysis import analyze
+from lint_plugin.engine.scan import check_source
+from lint_plugin.engine.settings import Settings
+from lint_plugin.engine.source import Source
+from lint_plugin.noqa.directives import review
 from lint_plugin.rules import OPT_IN, RULES
-from lint_plugin.scan import check_source
-from lint_plugin.settings import Settings
-from lint_plugin.source import Source
 
 # Every rule runs here, the opt-in ones too: each example is its own rule's spec.
 EVERY_RULE = Settings(opt_in=OPT_IN)
@@ -238,7 +238,7 @@ def test_helper_definitions_elsewhere_are_kvi005(path) -> None:
 
 
 def test_helpers_module_setting_moves_the_trusted_home() -> None:
-    from lint_plugin.settings import Settings
+    from lint_plugin.engine.settings import Settings
 
     settings = Settings(helpers_module="mypkg.sizes")
     assert (

@@ -9,7 +9,7 @@ import pytest
 from import_probe import imported_by
 
 from lint_plugin import runtime
-from lint_plugin.oracle import equivalent
+from lint_plugin.fix.gate.oracle import equivalent
 
 
 @pytest.mark.parametrize(

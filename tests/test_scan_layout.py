@@ -19,17 +19,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lint_plugin import vocabulary
-from lint_plugin.allocations import role_attributes
-from lint_plugin.roles import Role, role_of_name
-from lint_plugin.scan import (
+from lint_plugin.engine import vocabulary
+from lint_plugin.engine.allocations import role_attributes
+from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.scan import (
     _QUOTED,
     _Layout,
     _seed_starts,
     _StringSpans,
     interesting_rows,
 )
-from lint_plugin.source import rows_matching, rows_of
+from lint_plugin.engine.source import rows_matching, rows_of
 
 # One character per step: linear, where a repeated run (`[^"\\]+`) inside the
 # group backtracks exponentially on an unterminated string.
@@ -274,7 +274,7 @@ def test_every_file_of_the_latest_release_agrees(latest_package, found, expected
     ids=["class body", "function body"],
 )
 def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> None:
-    from lint_plugin.scan import check_source
+    from lint_plugin.engine.scan import check_source
 
     (finding,) = check_source(source.encode(), "m.py")
     assert (

@@ -9,7 +9,7 @@ import hypothesmith
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from lint_plugin.edits import iter_statements
+from lint_plugin.fix.edits import iter_statements
 
 # Warnings about the parsed code (invalid escapes: a SyntaxWarning, or on 3.11 a
 # DeprecationWarning) are that code's business.

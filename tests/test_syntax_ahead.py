@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin import check, syntax
-from lint_plugin.selection import Layer, build_selection
+from lint_plugin.check import pipeline as check
+from lint_plugin.config.selection import Layer, build_selection
+from lint_plugin.engine import syntax
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the child is forked on Linux only"

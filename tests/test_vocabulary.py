@@ -1,5 +1,5 @@
 """One vocabulary: the words each rule declares are the words every pre-filter
-lets through (lint_plugin.vocabulary), so a role's name is never filtered away.
+lets through (lint_plugin.engine.vocabulary), so a role's name is never filtered away.
 
 Names are drawn from each role's own pattern (roles.ROLES), not from a list kept
 here: a role added or widened there is tested as it is."""
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lint_plugin import vocabulary
-from lint_plugin.allocations import role_attributes
-from lint_plugin.prefilter import could_match
-from lint_plugin.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
+from lint_plugin.engine import vocabulary
+from lint_plugin.engine.allocations import role_attributes
+from lint_plugin.engine.prefilter import could_match
+from lint_plugin.engine.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
+from lint_plugin.engine.scan import check_source, interesting_rows
 from lint_plugin.rules import NEEDS
-from lint_plugin.scan import check_source, interesting_rows
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # as the engine sets it
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -39,12 +39,12 @@ from width_programs import (
     row_width,
 )
 
-from lint_plugin.analysis import walk
+from lint_plugin.engine.analysis import walk
+from lint_plugin.engine.scan import check_source
+from lint_plugin.engine.source import Source
 from lint_plugin.flake8_plugin import KviChecker
 from lint_plugin.rules import DECISIONS
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
-from lint_plugin.scan import check_source
-from lint_plugin.source import Source
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_ORACLE", "2000"))

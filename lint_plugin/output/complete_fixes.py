@@ -39,7 +39,7 @@ def _bound(text: str, name: str) -> bool:
 
 def _insertion_row(tree: ast.Module) -> int:
     """The 1-based row a new import line goes before."""
-    from lint_plugin.edits import header_last_row
+    from lint_plugin.fix.edits import header_last_row
 
     return header_last_row(tree) + 1
 

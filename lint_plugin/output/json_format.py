@@ -65,7 +65,7 @@ def _noqa_rows(
     rows: list[int | None] = [None] * len(findings)
     if not sources:
         return rows
-    from lint_plugin.noqa import noqa_rows
+    from lint_plugin.noqa.directives import noqa_rows
 
     by_path: dict[str, list[int]] = {}
     for index, finding in enumerate(findings):

@@ -15,8 +15,8 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from lint_plugin.edits import splice
-from lint_plugin.rewrite import Options, RewriteRefused, rewrite_text
+from lint_plugin.fix.edits import splice
+from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
 
 from .loader import find_class
 

@@ -1,0 +1,1 @@
+"""``check``: the pipeline over files, the file list, the cache."""

@@ -1,0 +1,327 @@
+"""The ``check`` pipeline for a list of files: read, scan, select, honour noqa.
+
+Kept apart from the command line so ``fix`` and tests can run it directly. Every
+file is independent: a file that cannot be read or decoded becomes a ``FileError``
+and the others are still checked; an unexpected exception from the engine on one
+file is recorded as a crash (the CLI then exits 2) instead of hiding the findings of
+every other file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lint_plugin.check.files import read_source
+from lint_plugin.config.selection import Selection
+from lint_plugin.engine.prefilter import SourceError, could_match, decode
+from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
+from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
+from lint_plugin.noqa.directives import may_hold_own_directive, review
+from lint_plugin.records import field, record
+
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.check.cache import Cache
+    from lint_plugin.engine.syntax import AheadCheck, SyntaxCheck
+
+
+@record
+class FileReport:
+    """One file's reportable findings and the bytes they were found in."""
+
+    path: str
+    data: bytes
+    findings: list[Finding]
+
+
+@record
+class CheckResult:
+    reports: list[FileReport] = field(default_factory=list)  # files with findings
+    errors: list[FileError] = field(default_factory=list)  # could not be checked
+    crashes: list[FileError] = field(default_factory=list)  # the engine failed
+    files_checked: int = 0
+    # What a selected rule could not judge (KVI003's opaque widths), when asked.
+    notes: list[Finding] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        found = [f for report in self.reports for f in report.findings]
+        return sorted(found, key=lambda f: f.sort_key)
+
+
+def check_bytes(
+    data: bytes,
+    path: str,
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
+    notes: list[Finding] | None = None,
+    syntax_check: SyntaxCheck | None = None,
+) -> list[Finding]:
+    """Reportable findings in one file's bytes (bytes Python would not read as
+    source are an E999, as a syntax error is). ``notes`` receives what a
+    selected rule could not judge (the cache keeps findings only: asking for
+    notes checks the file afresh). ``syntax_check``: the whole-file check the
+    engine runs on a file with findings (default ``syntax.error_of``)."""
+    try:
+        if notes is not None:
+            from lint_plugin.engine import scan
+
+            found: list[Finding] = []
+            findings = scan.check_source(
+                data, path, settings, notes=found, **_given(syntax_check)
+            )
+            codes = selection.codes_for(path)
+            notes += [n for n in found if n.code in codes]
+        else:
+            findings = _engine_findings(data, path, settings, cache, syntax_check)
+    except SourceError as error:
+        return [encoding_error(error, path)]
+    if not findings and not may_hold_own_directive(data):
+        return []  # nothing found and no KVI directive to judge (KVI100)
+    # Directives first, on every finding: whether a directive is used does not
+    # depend on --select (a directive for a switched-off rule is not churned).
+    findings = review(findings, decode(data), path)
+    if not findings:
+        return []
+    codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
+    return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+
+
+def encoding_error(error: SourceError, path: str) -> Finding:
+    """A file Python refuses for its encoding, reported as its syntax error."""
+    return Finding(
+        path,
+        error.row,
+        error.column,
+        error.row,
+        error.column,
+        SYNTAX_ERROR_CODE,
+        str(error),
+    )
+
+
+def _given(syntax_check: SyntaxCheck | None) -> dict[str, SyntaxCheck]:
+    return {} if syntax_check is None else {"syntax_check": syntax_check}
+
+
+def _engine_findings(
+    data: bytes,
+    path: str,
+    settings: Settings,
+    cache: Cache | None,
+    syntax_check: SyntaxCheck | None = None,
+) -> list[Finding]:
+    """The engine's findings, from the cache when it has this file's answer.
+    Only files that could match are cached: the others cost one byte search, and
+    with the cache on they are dismissed here, so a run answered from the cache
+    never imports the engine."""
+    key = None
+    if cache is not None:
+        if not could_match(data):
+            decode(data)  # what the engine does first: not UTF-8 is an error
+            return []  # and then, for such a file, nothing else
+        key = cache.key(path, data)
+        stored = cache.get(key, path)
+        if stored is not None:
+            return stored
+    # Looked up on the module at call time: the engine is imported only when a file
+    # is actually checked, and tests can substitute ``scan.check_source``.
+    from lint_plugin.engine import scan
+    from lint_plugin.engine.package_tree import recording
+
+    # KVI007 reads the modules a file imports from: the entry depends on them.
+    with recording() as depends:
+        findings = scan.check_source(data, path, settings, **_given(syntax_check))
+    if key is not None:
+        cache.put(key, findings, depends)
+    return findings
+
+
+# Below this many files a second process costs more than it saves (a fork and the
+# results' round trip are a few milliseconds; a pre-commit run names a handful).
+PARALLEL_MIN_FILES = 256
+
+
+def check_files(
+    paths: Sequence[str],
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
+    notes: bool = False,
+) -> CheckResult:
+    """``notes``: also collect what the rules could not judge (``--statistics``)."""
+    import gc
+
+    # The engine's trees are freed by reference counting (``analysis`` cuts
+    # its cycles once a file is decided), so the cycle collector only walks the
+    # heap in vain: a tenth of a whole-package run. It runs every so many files
+    # instead (``_check_serially``), and as before once the run is over.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_files(paths, selection, settings, cache, notes)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
+    workers = _workers(len(paths))
+    if notes:
+        cache = None
+    if workers < 2:
+        return _check_serially(paths, selection, settings, cache, notes, ahead=True)
+    chunks = [list(paths[i::workers]) for i in range(workers)]
+    # Plain fork and a pipe per child: importing multiprocessing alone would cost
+    # a tenth of a whole-package run. The parent checks the first chunk itself.
+    children = [
+        _fork_checker(chunk, selection, settings, cache, notes) for chunk in chunks[1:]
+    ]
+    parts = [_check_serially(chunks[0], selection, settings, cache, notes)]
+    for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
+        parts.append(_collect(pid, pipe, chunk, selection, settings, cache, notes))
+    result = CheckResult()
+    for part in parts:
+        result.reports += part.reports
+        result.errors += part.errors
+        result.crashes += part.crashes
+        result.files_checked += part.files_checked
+        result.notes += part.notes
+    order = {path: index for index, path in enumerate(paths)}
+    result.reports.sort(key=lambda report: order[report.path])
+    result.errors.sort(key=lambda error: order.get(error.path, 0))
+    return result
+
+
+def _fork_checker(
+    chunk: list[str],
+    selection: Selection,
+    settings: Settings,
+    cache: Cache | None,
+    notes: bool = False,
+) -> tuple[int, int]:
+    import os
+    import pickle
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check, send the result, leave without cleanup
+        status = 1
+        try:
+            os.close(read_end)
+            data = pickle.dumps(
+                _check_serially(chunk, selection, settings, cache, notes)
+            )
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _collect(
+    pid: int, pipe: int, chunk: list[str], selection, settings, cache, notes=False
+):
+    import os
+    import pickle
+
+    with os.fdopen(pipe, "rb") as stream:
+        data = stream.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        # The child failed: check its files here.
+        return _check_serially(chunk, selection, settings, cache, notes)
+    return pickle.loads(data)
+
+
+def _workers(files: int) -> int:
+    import os
+    import sys
+
+    if files < PARALLEL_MIN_FILES or sys.platform != "linux":
+        return 1  # fork is only cheap and safe enough where it is the default
+    cpus = len(os.sched_getaffinity(0))
+    return max(1, min(cpus, files // (PARALLEL_MIN_FILES // 2)))
+
+
+def _check_serially(
+    paths: Sequence[str],
+    selection: Selection,
+    settings: Settings = DEFAULT_SETTINGS,
+    cache: Cache | None = None,
+    notes: bool = False,
+    ahead: bool = False,
+) -> CheckResult:
+    result = CheckResult()
+    # A run of one process checks each file's syntax ahead, on a spare core; it
+    # reads the files first for that (forked workers have no core to spare, and
+    # a machine of one core checks every file in one process).
+    ahead = ahead and len(paths) < PARALLEL_MIN_FILES and _spare_core()
+    read = [read_source(path) for path in paths] if ahead else None
+    check = _ahead_check(read, paths, cache) if read is not None else None
+    try:
+        for index, path in enumerate(paths):
+            data = read[index] if read is not None else read_source(path)
+            if isinstance(data, FileError):
+                result.errors.append(data)
+                continue
+            try:
+                findings = check_bytes(
+                    data,
+                    path,
+                    selection,
+                    settings,
+                    cache,
+                    result.notes if notes else None,
+                    None if check is None else check.for_file(index),
+                )
+            except Exception as error:  # one file must not stop the run
+                result.crashes.append(
+                    FileError(path, f"internal error: {type(error).__name__}: {error}")
+                )
+                continue
+            result.files_checked += 1
+            if findings:
+                result.reports.append(FileReport(path, data, findings))
+            if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+                _collect_garbage()
+    finally:
+        if check is not None:
+            check.close()
+    return result
+
+
+# With the collector off (``check_files``), what cycles the engine leaves are
+# collected every so many files, so that memory stays bounded on any tree.
+_COLLECT_EVERY = 1000
+
+
+def _collect_garbage() -> None:
+    import gc
+
+    gc.collect()
+
+
+def _spare_core() -> bool:
+    from lint_plugin.engine.syntax import spare_core
+
+    return spare_core()
+
+
+def _ahead_check(
+    read: list[bytes | FileError], paths: Sequence[str], cache: Cache | None
+) -> AheadCheck:
+    """The files' syntax checks, started on a spare core when it is worth it.
+    With a cache, only the files it cannot answer are checked ahead."""
+    datas = [None if isinstance(data, FileError) else data for data in read]
+    if cache is not None:
+        datas = [
+            None if data is None or cache.has(cache.key(path, data)) else data
+            for path, data in zip(paths, datas, strict=True)
+        ]
+    from lint_plugin.engine.syntax import AheadCheck
+
+    return AheadCheck(datas, paths, could_match)

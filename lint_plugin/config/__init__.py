@@ -1,0 +1,1 @@
+"""Configuration: the table, its discovery, globs, selection."""

@@ -1,0 +1,1 @@
+"""The engine: pre-filter, regions, parse, walk, facts, formulas, roles."""

@@ -1,0 +1,624 @@
+"""Findings of one parsed ``ast`` tree: the engine's walk, shared by every front end.
+
+``check`` hands it the small regions of a file that can match; the flake8 plugin
+hands it flake8's own tree. Either way each arithmetic expression is flattened
+once into :mod:`lint_plugin.engine.arith` and matched by
+:mod:`lint_plugin.engine.formulas`.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import itertools
+from collections import deque
+from collections.abc import Sequence
+
+from lint_plugin.engine import vocabulary
+from lint_plugin.engine.allocations import (
+    allocator_aliases,
+    is_allocation,
+    is_draft_backend_class,
+    may_be_draft_backend,
+    role_attributes,
+)
+from lint_plugin.engine.arith import AST, Leaf, Sum, build
+from lint_plugin.engine.facts import (
+    GUARD,
+    KERNEL,
+    Allocation,
+    Binding,
+    Bindings,
+    ClassFacts,
+    FunctionFacts,
+    HelperBinding,
+    HelperCall,
+    ImportedName,
+    Launch,
+    ModuleFacts,
+    position,
+    self_attribute,
+)
+from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.engine.formulas import (
+    CONSTANT,
+    EFFECT,
+    HELPER_SLOTS,
+    READ,
+    FormulaMatch,
+    find_formula_matches,
+    render_call,
+    render_replacement,
+    written_order,
+)
+from lint_plugin.engine.module_scope import (
+    EmptyModuleScope,
+    ModuleScope,
+    TreeModuleScope,
+)
+from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
+from lint_plugin.engine.source import COMMENT, Source, one_line
+from lint_plugin.findings import Edit, Finding, Fix
+from lint_plugin.records import field, record
+from lint_plugin.rules import DECISIONS, OPT_IN, RULES
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.ClassDef, *_FUNCTIONS)
+# What holds statements below a statement (a handler's or a case's body).
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+# Rows of a possible draft backend whose expressions hold facts: allocations (by
+# any name the file gives an allocator), the kernel's launches, guards; the words
+# are the rules' own (lint_plugin.engine.vocabulary).
+
+# Fields that never lead to anything the walk looks at: names and flags, and the
+# context and operator nodes (a third of all nodes in a typical statement).
+_SKIPPED_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "kind", "level"}
+    | {"type_comment", "conversion", "is_async", "simple", "module"}
+)
+_LEAVES = (ast.Name, ast.Constant)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: ast.AST):
+    """``ast.iter_child_nodes`` in the same order, without the leaves and
+    operator nodes no rule reads (the walk's hottest loop)."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = (
+            ()
+            if issubclass(kind, _LEAVES)
+            else tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+        )
+        _FIELDS[kind] = fields
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                    yield item
+        elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+            yield value
+
+
+def _text_kept(node: ast.AST, source: Source) -> list[ast.AST]:
+    """The children of ``node`` whose text a program keeps: an annotation, and
+    an f-string's ``{expr=}`` (its text is printed beside its value)."""
+    if isinstance(node, (ast.arg, ast.AnnAssign)):
+        return [node.annotation] if node.annotation else []
+    if isinstance(node, _FUNCTIONS):
+        return [node.returns] if node.returns else []
+    if isinstance(node, ast.JoinedStr):
+        kept = []
+        for before, value in itertools.pairwise(node.values):
+            if (
+                isinstance(value, ast.FormattedValue)
+                and isinstance(before, ast.Constant)
+                and isinstance(before.value, str)
+                and before.value.rstrip().endswith("=")
+                and _squeezed(before.value.rstrip()[:-1]).endswith(
+                    _squeezed(source.segment(value.value))
+                )
+            ):
+                kept.append(value)
+        return kept
+    return []
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+# What may have an effect when evaluated (or change what is read after it).
+_EFFECTS = (
+    ast.Call,
+    ast.NamedExpr,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+
+_CONSTANT = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
+
+
+def _evaluation_kind(expr) -> str:
+    """What evaluating an operand does (see ``formulas.written_order``)."""
+    nodes = list(ast.walk(expr.node))
+    if any(isinstance(node, _EFFECTS) for node in nodes):
+        return EFFECT
+    if all(isinstance(node, _CONSTANT) for node in nodes):
+        return CONSTANT
+    return READ
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in COMMENT.sub("", text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
+    """Does ``node`` span a row of ``rows`` (None: every row counts)?"""
+    if rows is None:
+        return True
+    index = bisect.bisect_left(rows, node.lineno)
+    return index < len(rows) and rows[index] <= node.end_lineno
+
+
+@record
+class _Scope:
+    """What a function (and the functions nested in it) says about its names."""
+
+    aliases: dict[str, Role] = field(default_factory=dict)
+
+
+@record(frozen=True)
+class _Context:
+    scope: _Scope | None = None
+    function: FunctionFacts | None = None
+    cls: ClassFacts | None = None
+    # Inside a class that may be a draft backend every statement is looked at;
+    # these are its rows (sorted, the tree's numbering) whose expressions are
+    # walked too. None elsewhere.
+    whole: Sequence[int] | None = None
+    # Inside an annotation or an f-string's `{expr=}`: its text is kept.
+    annotation: bool = False
+
+
+def analyze(
+    tree: ast.AST,
+    source: Source,
+    path: str,
+    rows: Sequence[int] | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
+    helper_names: dict[str, str] | None = None,
+    module: ModuleScope | None = None,
+    notes: list[Finding] | None = None,
+) -> list[Finding]:
+    """All KVI findings in ``tree`` (not filtered by noqa or selection).
+
+    ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
+    finding needs; statements touching none of them are skipped, except in a
+    function with aliases (``k = self.topk``), whose formulas may name none, and
+    in a class that may be a draft backend. ``helper_names``: the names the
+    helpers go by so far in the file, shared by the regions check parses.
+    ``module``: the file's module-level statements, for values that flow from
+    them (``tree`` itself when it is the whole module). ``notes`` receives what
+    the rules could not judge (KVI003's opaque widths), as findings of their code.
+    """
+    walker = _Walker(source, path, rows, settings, _module_of(tree, source, module))
+    if helper_names is not None:  # shared by the regions of one file, in order
+        walker.facts.helper_names = helper_names
+    walker.visit(tree, _Context(), False)
+    for code, decide in DECISIONS:
+        if code not in OPT_IN or code in settings.opt_in:
+            decide(walker.facts, walker)
+    if notes is not None:
+        notes += walker.notes
+    walker.release()
+    return walker.findings
+
+
+def walk(
+    tree: ast.Module, source: Source, path: str, settings: Settings = DEFAULT_SETTINGS
+) -> _Walker:
+    """The whole tree's facts and reporter, nothing decided (``--explain``)."""
+    walker = _Walker(source, path, None, settings, _module_of(tree, source, None))
+    walker.visit(tree, _Context(), False)
+    return walker
+
+
+def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
+    if module is not None:
+        return module
+    if isinstance(tree, ast.Module):
+        return TreeModuleScope(tree, source)
+    return EmptyModuleScope(source)
+
+
+class _Walker:
+    """Walks one tree: matches the inline formulas, gathers facts for the rules,
+    and is the reporter the rules add their findings through."""
+
+    def __init__(
+        self,
+        source: Source,
+        path: str,
+        rows: Sequence[int] | None,
+        settings: Settings = DEFAULT_SETTINGS,
+        module: ModuleScope | None = None,
+    ) -> None:
+        self.source = source
+        self.path = path
+        self.rows = rows
+        self.settings = settings
+        self.module = module or EmptyModuleScope(source)
+        self.findings: list[Finding] = []
+        self.notes: list[Finding] = []
+        self.facts = ModuleFacts()
+        self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
+        self._analysis: Analysis | None = None
+        self._functions: list[FunctionFacts] = []  # every one made (release)
+
+    @property
+    def allocator_aliases(self) -> frozenset[str]:
+        """Other names the file calls an allocator by (its whole text's)."""
+        found = getattr(self.module, "allocator_aliases", None)
+        if found is None:  # once per file: the regions share the module
+            found = self.module.allocator_aliases = allocator_aliases(
+                self.module.source.text
+            )
+        return found
+
+    @property
+    def analysis(self) -> Analysis:
+        """The values of this tree, computed as the rules ask for them."""
+        if self._analysis is None:
+            self._analysis = Analysis(self.module, self.facts.helper_names, self.source)
+        return self._analysis
+
+    def mentions(self, node: ast.AST) -> bool:
+        return _mentions(self.rows, node)
+
+    def release(self) -> None:
+        """Cut the references that point back (a binding to its function, a
+        function to its class, a scope to its class) once everything is
+        decided, so the tree is freed as soon as the findings are returned,
+        not left to the cycle collector to scan later (the last file's at
+        exit)."""
+        for function in self._functions:
+            function.locals = function.attrs = Bindings()
+            function.cls = function.parent = None
+        self._functions.clear()
+        if self._analysis is not None:
+            self._analysis.release()
+            self._analysis = None
+
+    # ---- traversal -------------------------------------------------------
+
+    def visit(self, node: ast.AST, ctx: _Context, parent_arith: bool) -> None:
+        if (
+            isinstance(node, ast.stmt)
+            and not isinstance(node, _SCOPES)
+            and not (ctx.scope and ctx.scope.aliases)
+            and not self.mentions(node)
+        ) and (ctx.whole is None or not _mentions(ctx.whole, node)):
+            if ctx.whole is not None:
+                # A class that may be a draft backend: a width's chain of
+                # locals names no role word on most rows, so every binding
+                # is recorded, but expressions are only walked where a row
+                # names a role, an allocator, the kernel or the guard.
+                self._remember_statement(node, ctx)
+                for child in _children(node):
+                    if isinstance(child, _BLOCKS):
+                        self.visit(child, ctx, False)
+            return  # the common case: a statement that names nothing we match
+        if isinstance(node, ast.ClassDef):
+            ctx = self._enter_class(node, ctx)
+        elif isinstance(node, _FUNCTIONS):
+            if node.name in HELPER_SLOTS:
+                # The helpers' own definitions spell out the formulas; whether
+                # this one is trusted is KVI005's business.
+                self.facts.helper_bindings.append(
+                    HelperBinding(node.name, node, "function")
+                )
+                return
+            ctx = self._enter_function(node, ctx)
+        elif isinstance(node, ast.stmt):
+            self._remember_statement(node, ctx)
+        elif isinstance(node, ast.Call):
+            self._remember_call(node, ctx)
+        is_arith = AST.binop(node) is not None
+        if is_arith and not parent_arith:
+            self._check_arith(node, ctx)
+        kept = _text_kept(node, self.source)
+        for child in _children(node):
+            if kept and child in kept and not ctx.annotation:
+                inner = _Context(ctx.scope, ctx.function, ctx.cls, ctx.whole, True)
+                self.visit(child, inner, is_arith)
+                continue
+            self.visit(child, ctx, is_arith)
+
+    def _remember_statement(self, node: ast.stmt, ctx: _Context) -> None:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            self._remember_assignment(node, ctx)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            self._remember_unknown_targets(node, ctx)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._remember_import(node)
+        elif isinstance(node, (ast.Assert, ast.If)) and ctx.function is not None:
+            ctx.function.guards.append(node)
+
+    def _enter_class(self, node: ast.ClassDef, ctx: _Context) -> _Context:
+        if node.name in HELPER_SLOTS:
+            self.facts.helper_bindings.append(HelperBinding(node.name, node, "class"))
+        facts = ClassFacts(node)
+        self.facts.classes.append(facts)
+        text = self.source.segment(node)
+        attributes = role_attributes(text)
+        if not (
+            is_draft_backend_class(node.name) or may_be_draft_backend(text, attributes)
+        ):
+            return _Context(None, None, facts, None)
+        facts.attributes.update(attributes)
+        rows = vocabulary.fact_rows(text, self.allocator_aliases, node.lineno)
+        return _Context(None, None, facts, rows)
+
+    def _enter_function(self, node, ctx: _Context) -> _Context:
+        scope = _scope(node, ctx.scope, self.rows)
+        function = FunctionFacts(node, ctx.function, ctx.cls)
+        self._functions.append(function)
+        args = node.args
+        every = (
+            *args.posonlyargs,
+            *args.args,
+            *args.kwonlyargs,
+            args.vararg,
+            args.kwarg,
+        )
+        function.params = [a.arg for a in every if a is not None]
+        if ctx.cls is not None:
+            ctx.cls.functions.append(function)
+        return _Context(scope, function, ctx.cls, ctx.whole)
+
+    def _remember_assignment(self, node, ctx: _Context) -> None:
+        if isinstance(node, ast.Assign):
+            targets, value, op = node.targets, node.value, None
+        else:
+            targets, value = [node.target], node.value
+            op = node.op if isinstance(node, ast.AugAssign) else None
+        if isinstance(value, ast.Call):
+            self.targets[id(value)] = " ".join(AST.name(t) or "" for t in targets)
+        for target in targets:
+            self._bind(target, value, node, op, ctx)
+
+    def _bind(self, target, value, statement, op, ctx: _Context) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = (
+                value.elts
+                if isinstance(value, (ast.Tuple, ast.List))
+                and len(value.elts) == len(target.elts)
+                else [None] * len(target.elts)
+            )
+            for element, element_value in zip(target.elts, values, strict=True):
+                self._bind(element, element_value, statement, op, ctx)
+            return
+        if isinstance(target, ast.Starred):
+            self._bind(target.value, None, statement, None, ctx)
+            return
+        name = target.id if isinstance(target, ast.Name) else None
+        attr = self_attribute(target)
+        if (name or attr) in HELPER_SLOTS:
+            self.facts.helper_bindings.append(
+                HelperBinding(name or attr, target, "assignment")
+            )
+        function = ctx.function
+        if function is None:
+            return
+        binding = Binding(position(statement), value, statement, op, function)
+        if name is not None:
+            function.locals.add(name, binding)
+        elif attr is not None:
+            function.attrs.add(attr, binding)
+
+    def _remember_unknown_targets(self, node, ctx: _Context) -> None:
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        else:
+            targets = [i.optional_vars for i in node.items if i.optional_vars]
+        for target in targets:
+            self._bind(target, None, node, None, ctx)
+
+    def _remember_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        trusted = False
+        if isinstance(node, ast.ImportFrom):
+            trusted = self.settings.trusts(
+                resolve_module(node.module, node.level, self.path)
+            )
+        for alias in node.names:
+            bound = alias.asname or alias.name.split(".")[0]
+            if isinstance(node, ast.ImportFrom) and (
+                alias.name in HELPER_SLOTS or alias.name == GUARD
+            ):
+                self.facts.imports.append(
+                    ImportedName(alias.name, alias, node, trusted)
+                )
+            if trusted and alias.name in HELPER_SLOTS:
+                self.facts.helper_names[bound] = alias.name
+                if bound == alias.name or bound not in HELPER_SLOTS:
+                    continue
+            if bound in HELPER_SLOTS:
+                self.facts.helper_bindings.append(HelperBinding(bound, node, "import"))
+
+    def _remember_call(self, call: ast.Call, ctx: _Context) -> None:
+        for keyword in call.keywords:
+            if keyword.arg and isinstance(keyword.value, ast.Call):
+                self.targets[id(keyword.value)] = keyword.arg
+        helper = self.facts.helper_names.get(AST.name(call.func) or "")
+        if helper is not None:
+            self.facts.helper_calls.append(HelperCall(call, helper, ctx.function))
+            return
+        function, cls = ctx.function, ctx.cls
+        if function is None or cls is None:
+            return
+        if AST.name(call.func) == GUARD:
+            function.guards.append(call)
+        elif is_allocation(call, self.allocator_aliases):
+            target = self.targets.get(id(call))
+            cls.allocations.append(Allocation(call, function, target))
+        elif (
+            isinstance(call.func, ast.Subscript) and AST.name(call.func.value) == KERNEL
+        ):
+            cls.launches.append(Launch(call, function))
+
+    # ---- KVI001 / KVI002 -------------------------------------------------
+
+    def _check_arith(self, node: ast.AST, ctx: _Context) -> None:
+        aliases = ctx.scope.aliases if ctx.scope else {}
+        for match in find_formula_matches(build(node, AST, aliases)):
+            self._report_formula(match, ctx.annotation)
+
+    def _report_formula(self, match: FormulaMatch, in_annotation: bool) -> None:
+        src = self.source
+        owner_span = src.span(match.owner.node)
+        if isinstance(match.owner, Sum):
+            spans = [
+                src.widen_to_parens(
+                    src.span(match.owner.terms[i].expr.node), owner_span
+                )
+                for i in match.terms
+            ]
+            shown = owner_span if match.whole else (spans[0][0], spans[-1][1])
+            # Terms next to each other in the flattened sum may still sit in
+            # different parentheses (`a + (b + c)`): splice only a balanced span,
+            # else rewrite the whole sum from its terms.
+            splice = match.whole or (
+                match.contiguous and _balanced(src.text[shown[0] : shown[1]])
+            )
+            edit_span = shown if splice else owner_span
+            if splice and not match.whole:
+                # `cap - (a + b)`: the call takes the group's parentheses' place.
+                grouped = src.widen_to_parens(shown, owner_span)
+                if match.owner.terms[match.terms[0]].negative and grouped == shown:
+                    # `cap - a - b`: the span reads `a - b`, so rebuild the sum.
+                    splice, edit_span = False, owner_span
+                else:
+                    edit_span = grouped
+        else:
+            shown = edit_span = owner_span
+            splice = True
+
+        def text_of(expr) -> str:
+            text = src.segment(expr.node)
+            text = one_line(text) if "\n" in text else text
+            # An argument (a keyword's value above all) takes a walrus only in
+            # parentheses.
+            return f"({text})" if isinstance(expr.node, ast.NamedExpr) else text
+
+        def term_text_of(index: int) -> str:
+            start, end = src.widen_to_parens(
+                src.span(match.owner.terms[index].expr.node), owner_span
+            )
+            # One line: the span's comments move above it, and a line break
+            # could land outside any bracket (after a backslash continuation).
+            text = src.text[start:end]
+            return one_line(text) if "\n" in text else text
+
+        order = written_order(match, _evaluation_kind)
+        keywords = order.keywords if order else ()
+        call = render_call(match, text_of, keywords, self.settings.spell(match.helper))
+        if order is not None and order.at_last and splice and not match.whole:
+            splice, edit_span = False, owner_span  # rebuilt, the call moved
+        content = render_replacement(
+            match, text_of, term_text_of, splice, call, bool(order and order.at_last)
+        )
+        rule = RULES[match.code]
+        message = rule.message.format(
+            text=one_line(src.text[shown[0] : shown[1]]),
+            args=call[call.index("(") + 1 : -1],
+        )
+        fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
+        # No fix where a program keeps the text: an annotation (a string under
+        # `from __future__ import annotations`, and for tools), `{expr=}`.
+        fixable = match.fixable and order is not None and not in_annotation
+        self._add(match.code, shown, message, fix if fixable else None)
+
+    # ---- the reporter the rules use ------------------------------------------
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return self.source.span(node)
+
+    def edit(self, span: tuple[int, int], content: str) -> Edit:
+        return self._edit(span, content)
+
+    def add(self, code: str, span: tuple[int, int], message: str, fix=None) -> None:
+        self._add(code, span, message, fix)
+
+    def note(self, code: str, span: tuple[int, int], message: str) -> None:
+        """Something the rule could not judge (never reported as a finding)."""
+        row, column = self.source.position(span[0])
+        end_row, end_column = self.source.position(span[1])
+        self.notes.append(
+            Finding(self.path, row, column, end_row, end_column, code, message)
+        )
+
+    # ---- output ----------------------------------------------------------
+
+    def _edit(self, span: tuple[int, int], content: str) -> Edit:
+        row, column = self.source.position(span[0])
+        end_row, end_column = self.source.position(span[1])
+        return Edit(content, row, column, end_row, end_column)
+
+    def _add(self, code, span, message, fix) -> None:
+        row, column = self.source.position(span[0])
+        end_row, end_column = self.source.position(span[1])
+        self.findings.append(
+            Finding(self.path, row, column, end_row, end_column, code, message, fix)
+        )
+
+
+def _scope(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    outer: _Scope | None,
+    rows: Sequence[int] | None,
+) -> _Scope:
+    scope = _Scope()
+    if outer is not None:
+        scope.aliases = dict(outer.aliases)
+    # An alias is assigned on a row naming its role or helper, so
+    # statements that mention nothing are not looked into.
+    pending = deque(s for s in node.body if _mentions(rows, s))
+    while pending:
+        statement = pending.popleft()
+        for child in ast.iter_child_nodes(statement):
+            if isinstance(child, (ast.stmt, ast.excepthandler)) and _mentions(
+                rows, child
+            ):
+                pending.append(child)
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        value = build(statement.value, AST, scope.aliases)
+        # `k = self.topk` makes `k` a topk; a name with its own role keeps it.
+        if (
+            isinstance(value, Leaf)
+            and value.role is not None
+            and role_of_name(target.id) is None
+        ):
+            scope.aliases[target.id] = value.role
+    return scope

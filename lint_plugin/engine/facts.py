@@ -1,0 +1,221 @@
+"""What the engine's walk learns about a file, for the rules to decide on.
+
+The walk (:mod:`lint_plugin.engine.analysis`) records facts and judges nothing beyond
+the
+two inline formulas: bindings of locals and ``self.`` attributes, torch allocations,
+helper calls and bindings of the helpers' names, launches of the draft index kernel.
+Each rule in ``rules/`` reads these and decides on its own; what a value can be
+worth, on every path, is the width analysis's (:mod:`lint_plugin.engine.flow.widths`).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+from lint_plugin.engine import vocabulary
+from lint_plugin.engine.allocations import KERNEL as KERNEL  # the rules import it here
+from lint_plugin.engine.allocations import is_draft_backend_class, may_be_draft_backend
+from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.records import field, record
+
+GUARD = vocabulary.GUARD
+
+Position = tuple[int, int]
+
+
+def position(node: ast.AST) -> Position:
+    return (node.lineno, node.col_offset)
+
+
+@record(eq=False)
+class Binding:
+    """``name = value`` (``op`` set for ``name op= value``) at ``at``."""
+
+    at: Position
+    value: ast.expr | None  # None: bound to something unknown (a loop target, ...)
+    statement: ast.stmt | None = None
+    op: ast.operator | None = None
+    owner: FunctionFacts | None = None  # the function whose code binds it
+
+
+class Bindings:
+    """Every binding of a name in one scope, in source order."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, list[Binding]] = {}
+
+    def add(self, name: str, binding: Binding) -> None:
+        self._by_name.setdefault(name, []).append(binding)
+
+    def before(self, name: str, at: Position) -> Binding | None:
+        """The last binding of ``name`` strictly before ``at``."""
+        found = self._by_name.get(name)
+        if not found:
+            return None
+        index = bisect.bisect_left([b.at for b in found], at)
+        return found[index - 1] if index else None
+
+    def all(self, name: str) -> list[Binding]:
+        return self._by_name.get(name, [])
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def names(self) -> set[str]:
+        return set(self._by_name)
+
+
+@record(eq=False)
+class FunctionFacts:
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    parent: FunctionFacts | None
+    cls: ClassFacts | None
+    params: list[str] = field(default_factory=list)
+    locals: Bindings = field(default_factory=Bindings)
+    attrs: Bindings = field(default_factory=Bindings)  # self.<attr> in this function
+    # Statements and calls that may check a capacity: `assert ...`, `if ...:
+    # raise`, `assert_buffer_fits(...)` (KVI006 reads them).
+    guards: list[ast.AST] = field(default_factory=list)
+
+
+@record(eq=False)
+class Allocation:
+    """A torch allocation call and the name it is assigned to, if any."""
+
+    call: ast.Call
+    function: FunctionFacts
+    target: str | None
+
+
+@record(eq=False)
+class HelperCall:
+    call: ast.Call
+    helper: str
+    function: FunctionFacts | None
+
+
+@record(eq=False)
+class Launch:
+    """``generate_draft_decode_kv_indices[grid](...)``: ``call`` is the launch."""
+
+    call: ast.Call
+    function: FunctionFacts
+
+
+@record(eq=False)
+class ClassFacts:
+    node: ast.ClassDef
+    functions: list[FunctionFacts] = field(default_factory=list)
+    allocations: list[Allocation] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    # self.<attr> anywhere in the class, for the attributes that are a topk or a
+    # draft step count (the only ones the rules read by name).
+    attributes: set[str] = field(default_factory=set)
+
+    @property
+    def topk_attr(self) -> str | None:
+        """The class's own topk (``self.topk``), if it keeps one."""
+        found = sorted(a for a in self.attributes if role_of_name(a) is Role.TOPK)
+        return found[0] if found else None
+
+    @property
+    def keeps_steps(self) -> bool:
+        return any(role_of_name(a) is Role.NUM_STEPS for a in self.attributes)
+
+    @property
+    def is_draft_backend(self) -> bool:
+        """Known by what it does: keeps a topk, and is named like a multi-step draft
+        backend or keeps a draft step count or launches the draft index kernel.
+
+        A class keeping no topk writes one branch per request: a row of
+        ``max_bs * max_context_len`` is right there, whatever the name says.
+        """
+        if self.topk_attr is None:
+            return False
+        return (
+            is_draft_backend_class(self.node.name)
+            or self.keeps_steps
+            or bool(self.launches)
+        )
+
+
+@record(eq=False)
+class HelperBinding:
+    """A helper's name bound by ``node`` (a def, an assignment, an import)."""
+
+    name: str
+    node: ast.AST
+    kind: str  # "function", "class", "assignment", "import"
+
+
+@record(eq=False)
+class ImportedName:
+    """``from <module> import <name>`` of a helper or of the guard (KVI007)."""
+
+    name: str
+    alias: ast.alias
+    statement: ast.ImportFrom
+    trusted: bool  # from a module the helpers are trusted from
+
+
+def helper_names() -> dict[str, str]:
+    """The helpers' own names, before any import gives them others."""
+    from lint_plugin.engine.formulas import HELPER_SLOTS
+
+    return {name: name for name in HELPER_SLOTS}
+
+
+# `from <helpers module> import draft_kv_indices_used_len as used_len`: the other
+# names a file may call the helpers by, read from its text (any module: a
+# superset of the trusted imports the walk records).
+_PREFIX = vocabulary.helper_prefix()
+_HELPER_ALIAS = re.compile(rf"\b{_PREFIX}\w+\s+as\s+(\w+)")
+
+
+def helper_aliases(text: str) -> tuple[str, ...]:
+    """Names ``text`` may import a helper under, besides the helpers' own."""
+    if _PREFIX not in text:
+        return ()
+    found = set(_HELPER_ALIAS.findall(text))
+    return tuple(sorted(a for a in found if _PREFIX not in a))
+
+
+def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
+    """Is the class ``name`` (its source ``text``) read whole by the fast paths
+    (check's regions, the flake8 plugin), as by a walk of the whole file? When it
+    may be a draft backend (KVI003 reads its allocations through every
+    assignment), or may call a helper (KVI004 reads a call's ``self.``
+    arguments through the attributes the class assigns); ``aliases``: see
+    ``helper_aliases``."""
+    return (
+        is_draft_backend_class(name)
+        or may_be_draft_backend(text)
+        or _PREFIX in text
+        or any(alias in text for alias in aliases)
+    )
+
+
+@record(eq=False)
+class ModuleFacts:
+    classes: list[ClassFacts] = field(default_factory=list)
+    # Names the helpers are called by here: their own, and trusted import aliases.
+    helper_names: dict[str, str] = field(default_factory=helper_names)
+    helper_calls: list[HelperCall] = field(default_factory=list)
+    helper_bindings: list[HelperBinding] = field(default_factory=list)
+    # Imports of a helper or of the guard, whatever module they name.
+    imports: list[ImportedName] = field(default_factory=list)
+
+
+# ---- names ------------------------------------------------------------------
+
+
+def self_attribute(node: ast.AST) -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        return node.attr
+    return None

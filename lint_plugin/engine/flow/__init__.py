@@ -1,0 +1,1 @@
+"""Values and data flow: what a width can be worth, on every path."""

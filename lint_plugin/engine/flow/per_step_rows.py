@@ -1,0 +1,412 @@
+"""A torch allocation read as per-step rows, one :class:`Row` per path.
+
+The allocator is followed through aliases and ``functools.partial``
+(:mod:`lint_plugin.engine.flow.known_values`), the shape read in every spelling (a
+tuple, a
+list, ``torch.Size``, starred parts, concatenation, a shape variable, ``size=``,
+varargs), and a buffer is per step when its first dimension is a step count, a
+flat buffer is steps times a row, a flat buffer is viewed per step, or a row is
+made once per step (a comprehension or a loop over the steps). KVI003 judges
+each row's width (:mod:`rules.kvi003_unsized_draft_buffer`).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+
+from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
+from lint_plugin.engine.flow.known_values import (
+    ALLOCATORS,
+    RESHAPES,
+    SHAPE_FIRST,
+    last_name,
+    literal_dims,
+)
+from lint_plugin.engine.flow.scopes import REACH
+from lint_plugin.engine.flow.step_counts import may_hold_steps
+from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
+from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.engine.roles import Role
+
+
+class Row:
+    """One path of an allocation read as per-step rows: ``width`` is a row's
+    value; ``shown`` the node a finding points at; ``written`` the width's own
+    node when the shape spells it as the second of two dimensions (the unsafe
+    fix sizes it where it is made: ``site``); ``rows``: the rows of the
+    definitions the width was followed through; ``how``: ``steps`` (a steps
+    dimension first), ``flat`` (steps times the row), ``loop`` (one allocation
+    per step), ``view`` (a flat buffer viewed per step)."""
+
+    __slots__ = ("conds", "how", "rows", "shown", "site", "width", "written")
+
+    def __init__(self, width, conds, rows, site, shown, written, how) -> None:
+        self.width = width
+        self.conds = conds
+        self.rows = rows
+        self.site = site
+        self.shown = shown
+        self.written = written
+        self.how = how
+
+
+def is_steps(value: Expr) -> bool:
+    """A draft step count, give or take a constant (``num_steps - 1``)."""
+    if isinstance(value, Sym):
+        return value.role is Role.NUM_STEPS
+    return (
+        isinstance(value, Op)
+        and value.kind == "+"
+        and len(value.args) == 2
+        and isinstance(value.args[1], Const)
+        and isinstance(value.args[0], Sym)
+        and value.args[0].role is Role.NUM_STEPS
+    )
+
+
+def _without_steps(value: Expr) -> Expr | None:
+    """``steps * w`` (in any order) as ``w``."""
+    factors = (
+        list(value.args) if isinstance(value, Op) and value.kind == "*" else [value]
+    )
+    steps = [f for f in factors if is_steps(f)]
+    if len(steps) != 1:
+        return None
+    factors.remove(steps[0])
+    return sy.mul(*factors) if factors else Const(1)
+
+
+def _divide(total: Expr, divisor: Expr) -> Expr | None:
+    factors = (
+        list(total.args) if isinstance(total, Op) and total.kind == "*" else [total]
+    )
+    if divisor in factors:
+        factors.remove(divisor)
+        return sy.mul(*factors) if factors else Const(1)
+    return None
+
+
+class _Shape:
+    __slots__ = ("conds", "dims", "rows", "shown", "width_alt", "written")
+
+    def __init__(self, dims, width_alt, conds, rows, shown, written) -> None:
+        self.dims = dims
+        self.width_alt = width_alt
+        self.conds = conds
+        self.rows = rows
+        self.shown = shown
+        self.written = written
+
+
+def allocation_rows(analysis: Analysis, function, call: ast.Call) -> list[Row] | None:
+    """The per-step rows an allocation call makes, one per path; None when it
+    is no allocation (or none of its paths is per step)."""
+    frame = analysis.frame_of(function)
+    stmt = analysis.statement(frame, call)
+    text = frame.scope.source.segment(stmt) if stmt is not None else ""
+    loop = _per_step_loop(analysis, frame, stmt, call, text)
+    viewed = ("view" in text or "reshape" in text) and _viewed(call, stmt)
+    func = call.func
+    if (
+        not (loop or viewed)
+        and isinstance(func, ast.Attribute)
+        and func.attr in ALLOCATORS
+        and not any(may_hold_steps(analysis, d, function) for d in _first_dims(call))
+    ):
+        return None  # torch.zeros((max_bs, n)): no step count where it could be
+    allocators = [
+        c
+        for c in analysis.values(call.func, frame, stmt)
+        if isinstance(c.value, Ref) and c.value.kind in ("alloc", "partial")
+    ]
+    if not allocators:
+        return None
+    found: list[Row] = []
+    reach = None
+    for allocator in allocators:
+        for shape in _shapes(
+            analysis, allocator.value, call, frame, stmt, loop or viewed, function
+        ):
+            if reach is None:
+                reach = [
+                    frozenset((k, n, p, frame) for k, n, p in fact.conds)
+                    for fact in (
+                        frame.scope.flow(REACH).at(stmt) if stmt is not None else ()
+                    )
+                ] or [frozenset()]
+            shape.conds |= allocator.conds
+            row = _per_step(analysis, shape, call, frame, stmt, loop)
+            if row is None:
+                continue
+            for conds in reach:
+                found.append(
+                    Row(
+                        row[0],
+                        shape.conds | conds,
+                        shape.rows,
+                        row[1],
+                        shape.shown,
+                        shape.written,
+                        row[2],
+                    )
+                )
+    return found or None
+
+
+def _per_step(
+    analysis: Analysis, shape: _Shape, call, frame, stmt, loop
+) -> tuple | None:
+    """``(width, site, how)`` when the shape is per step on this path."""
+    dims = shape.dims
+    site = shape.width_alt.site if shape.width_alt is not None else None
+    if len(dims) >= 2 and is_steps(dims[0]):
+        return sy.mul(*dims[1:]), site if len(dims) == 2 else None, "steps"
+    if len(dims) == 1:
+        width = _without_steps(dims[0])
+        if width is not None:
+            return width, None, "flat"
+    viewed = _view(analysis, call, frame, stmt, dims)
+    if viewed is not None:
+        return viewed, None, "view"
+    if loop and dims:
+        return sy.mul(*dims), site if len(dims) == 1 else None, "loop"
+    return None
+
+
+def _shapes(
+    analysis: Analysis,
+    ref: Ref,
+    call: ast.Call,
+    frame: Frame,
+    stmt,
+    any_first: bool,
+    function=None,
+) -> list[_Shape]:
+    """The dimensions an allocator call asks for, on each path (only those
+    whose first dimension is a step count, unless ``any_first``: a single
+    dimension, a loop over the steps, a view)."""
+    name = ref.name
+    args: list[tuple[ast.expr, Frame, object]] = []
+    keywords: dict[str, tuple[ast.expr, Frame, object]] = {}
+    own_args = True
+    if ref.kind == "partial":
+        _, partial, p_frame, p_stmt = ref.payload
+        args += [(a, p_frame, p_stmt) for a in partial.args[1:]]
+        keywords.update(
+            (k.arg, (k.value, p_frame, p_stmt)) for k in partial.keywords if k.arg
+        )
+        own_args = not args
+    args += [(a, frame, stmt) for a in call.args]
+    keywords.update((k.arg, (k.value, frame, stmt)) for k in call.keywords if k.arg)
+    if any(isinstance(a, ast.Starred) for a, _, _ in args[:1]) and len(args) == 1:
+        spec = [args[0]]
+        literal = None
+    elif "size" in keywords:
+        spec = [keywords["size"]]
+        literal = literal_dims(keywords["size"][0])
+    elif not args:
+        return []
+    elif name in SHAPE_FIRST or (name == "randint" and len(args) >= 2):
+        spec = [args[-1]] if name == "randint" else [args[0]]
+        literal = literal_dims(spec[0][0])
+    elif len(args) == 1:
+        spec = [args[0]]
+        literal = literal_dims(args[0][0])
+    else:
+        spec = args  # varargs: each argument a dimension
+        literal = (
+            [a for a, _, _ in args]
+            if own_args and not any(isinstance(a, ast.Starred) for a, _, _ in args)
+            else None
+        )
+    if literal is not None:
+        # Each dimension on its own: the width's path keeps its site and rows.
+        where = spec[0][1:] if len(spec) == 1 else (frame, stmt)
+        if not any_first and function is not None and where[0] is frame:
+            # Most allocations are not per step: their first dimension (or a
+            # flat one's factors) holds no step count, often plainly so.
+            if not may_hold_steps(analysis, literal[0], function):
+                return []
+            if len(literal) >= 2 and not any(
+                is_steps(a.value) for a in analysis.values(literal[0], *where)
+            ):
+                return []
+        parts = [analysis.values(d, *where) for d in literal]
+        if math.prod(len(p) for p in parts) > MAX_ALTS:
+            return [
+                _Shape(
+                    [sy.opaque_symbol("(too many paths)", "shape")] * len(literal),
+                    None,
+                    frozenset(),
+                    (),
+                    literal[-1],
+                    None,
+                )
+            ]
+        shapes = []
+        for combination in itertools.product(*parts):
+            width_alt = combination[1] if len(combination) >= 2 else combination[0]
+            dims = [a.value for a in combination]
+            if not all(map(is_int, dims)):
+                continue
+            conds = frozenset().union(*(a.conds for a in combination))
+            shown = literal[1] if len(literal) >= 2 else literal[0]
+            written = (
+                literal[1]
+                if len(literal) == 2
+                else (literal[0] if len(literal) == 1 else None)
+            )
+            if width_alt.site is None and written is not None:
+                # Written here: the width is made where the shape spells it.
+                width_alt = Alt(
+                    width_alt.value,
+                    width_alt.conds,
+                    width_alt.rows,
+                    (written, where[0].scope),
+                )
+            shapes.append(
+                _Shape(dims, width_alt, conds, width_alt.rows, shown, written)
+            )
+        return shapes
+    if len(spec) == 1:
+        node, where_frame, where_stmt = spec[0]
+        target = node.value if isinstance(node, ast.Starred) else node
+        alts = analysis.values(target, where_frame, where_stmt)
+    else:
+        alts = analysis._tuple([a for a, _, _ in spec], frame, stmt)
+        node = call
+    shapes = []
+    for alt in alts:
+        value = alt.value
+        dims = list(value.items) if isinstance(value, Tup) else [value]
+        if not dims or not all(map(is_int, dims)):
+            continue
+        shown = node if not isinstance(node, ast.Call) else call.args[0]
+        shapes.append(_Shape(dims, None, alt.conds, alt.rows, shown, None))
+    return shapes
+
+
+def _first_dims(call: ast.Call) -> list[ast.expr]:
+    """Where a per-step allocation's step count must be, as the call is
+    written: the first dimension of a shape of several, or the one dimension
+    of a flat buffer (anything else, say a shape variable, whole)."""
+    attr = call.func.attr  # type: ignore[attr-defined]
+    shape = next((k.value for k in call.keywords if k.arg == "size"), None)
+    if shape is None:
+        if not call.args or any(isinstance(a, ast.Starred) for a in call.args):
+            return [*call.args, *(k.value for k in call.keywords)]
+        if attr in SHAPE_FIRST or len(call.args) == 1:
+            shape = call.args[0]
+        elif attr == "randint":
+            shape = call.args[-1]
+        else:
+            return [call.args[0]]  # varargs: the first is the steps
+    dims = literal_dims(shape)
+    if dims is None:
+        return [shape]
+    return dims[:1]
+
+
+def _viewed(call: ast.Call, stmt) -> bool:
+    """Is the allocation the receiver of ``.view``/``.reshape``?"""
+    if stmt is None or call.end_lineno is None:
+        return False
+    if not (
+        isinstance(
+            stmt, ast.Assign | ast.AnnAssign | ast.Expr | ast.Return | ast.AugAssign
+        )
+    ):
+        return False
+    return any(
+        isinstance(node, ast.Attribute) and node.value is call and node.attr in RESHAPES
+        for node in ast.walk(stmt)
+    )
+
+
+def _view(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
+    """``alloc(n).view(steps, -1)`` (or ``.reshape``) on the allocation itself."""
+    if stmt is None:
+        return None
+    for node in ast.walk(stmt):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.value is call
+            and node.func.attr in RESHAPES
+            and not node.keywords
+        ):
+            shape = analysis._tuple(
+                node.args[0].elts
+                if len(node.args) == 1
+                and isinstance(node.args[0], (ast.Tuple, ast.List))
+                else node.args,
+                frame,
+                stmt,
+            )
+            if len(shape) != 1 or not isinstance(shape[0].value, Tup):
+                return None
+            parts = list(shape[0].value.items)
+            if len(parts) < 2 or not is_steps(parts[0]):
+                return None
+            rest = parts[1:]
+            if Const(-1) in rest:
+                if rest != [Const(-1)]:
+                    return None
+                return _divide(sy.mul(*dims), parts[0])
+            return sy.mul(*rest)
+    return None
+
+
+def _per_step_loop(
+    analysis: Analysis, frame: Frame, stmt, call: ast.Call, text: str
+) -> bool:
+    """Is ``call`` made once per draft step: in the body of a ``for`` loop, or
+    the element of a comprehension, over ``range(steps)``?"""
+    if stmt is None:
+        return False
+    chain = frame.scope.locate(call)
+    for outer in chain:
+        if (
+            isinstance(outer, (ast.For, ast.AsyncFor))
+            and _over_steps(analysis, outer.iter, frame, outer)
+            and any(_holds(s, call) for s in outer.body)
+        ):
+            return True
+    if type(stmt) in _COMPOUND_STATEMENTS or " for " not in text:
+        return False  # a comprehension lives in a simple statement (or a header)
+    for node in ast.walk(stmt):
+        if (
+            isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+            and _holds(node.elt, call)
+            and len(node.generators) == 1
+            and _over_steps(analysis, node.generators[0].iter, frame, stmt)
+        ):
+            return True
+    return False
+
+
+_COMPOUND_STATEMENTS = frozenset(
+    {ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith}
+)
+
+
+def _over_steps(analysis: Analysis, iterator: ast.expr, frame: Frame, stmt) -> bool:
+    if not (
+        isinstance(iterator, ast.Call)
+        and last_name(iterator.func) == "range"
+        and len(iterator.args) == 1
+        and not iterator.keywords
+    ):
+        return False
+    alts = analysis.values(iterator.args[0], frame, stmt)
+    return bool(alts) and all(is_steps(a.value) for a in alts)
+
+
+def _holds(outer: ast.AST, node: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and (
+        node.end_lineno,
+        node.end_col_offset,
+    ) <= (outer.end_lineno, outer.end_col_offset)

@@ -1,0 +1,213 @@
+"""Can an expression hold a draft step count at all? Asked before any value is
+computed: most allocations are not per step, and this reads only the walk's
+bindings (every one of a name, whatever the path), never evaluating anything.
+It may say maybe where the values would say no, never the reverse.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lint_plugin.engine.flow.dataflow import ENTRY
+from lint_plugin.engine.flow.known_values import (
+    ALLOCATORS,
+    BUILTIN_NAMES,
+    MEMBERS,
+    MODULES,
+    NAMED_ATTRIBUTES,
+    OPAQUE_BUILTINS,
+    PASSING,
+)
+from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.engine.roles import Role, role_of_name
+
+
+def may_hold_steps(analysis: Analysis, node: ast.AST, function) -> bool:
+    """Can ``node``'s value, in the walked ``function`` (a :class:`FunctionFacts`),
+    hold a step count at all? Asked before any value is computed: most
+    allocations are not per step. It reads the walk's bindings, every one of a
+    name whatever the path (so it can only say maybe where the values would say
+    no), and never evaluates anything; False only where
+    :meth:`Analysis.values` could not give a step count either."""
+    key = (id(node), id(function))
+    found = analysis._steps.get(key)
+    if found is None:
+        analysis._steps[key] = False  # through itself: the other definitions decide
+        found = analysis._steps[key] = _holds_steps(analysis, node, function)
+    return found
+
+
+_SPLIT = {
+    ast.BinOp: lambda n: (n.left, n.right),
+    ast.UnaryOp: lambda n: (n.operand,),
+    ast.BoolOp: lambda n: n.values,
+    ast.IfExp: lambda n: (n.body, n.orelse),  # a test picks, never makes one
+    ast.Compare: lambda n: (),  # a truth value
+    ast.Tuple: lambda n: n.elts,
+    ast.List: lambda n: n.elts,
+    ast.Starred: lambda n: (n.value,),
+    ast.Subscript: lambda n: (n.value,),  # an index picks a value, never makes one
+    ast.NamedExpr: lambda n: (n.value,),
+}
+
+
+def _holds_steps(analysis: Analysis, node: ast.AST, function) -> bool:
+    kind = type(node)
+    if kind is ast.Constant:
+        return False
+    split = _SPLIT.get(kind)
+    if split is not None:
+        return any(may_hold_steps(analysis, part, function) for part in split(node))
+    if kind is ast.Attribute:
+        role = role_of_name(node.attr)
+        owner = node.value
+        if (
+            isinstance(owner, ast.Name)
+            and owner.id == "self"
+            and function
+            and function.cls
+        ):
+            if role in NAMED_ATTRIBUTES:
+                return role is Role.NUM_STEPS
+            return _class_holds_steps(analysis, function.cls, node.attr, role)
+        if role is not None:
+            return role is Role.NUM_STEPS
+        if node.attr in MEMBERS:
+            return True
+        # Of no role and no module's, tensor's or class's member: a named
+        # quantity, unless the owner may be a class of the file.
+        return isinstance(owner, ast.Name) and not _bound_locally(owner.id, function)
+    if kind is ast.Name:
+        return _name_holds_steps(analysis, node.id, function)
+    if kind is ast.Call:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            # A tensor (no integer, no shape read), or a method of a named
+            # quantity (opaque), holds no step count; a module's function or
+            # a class's method may.
+            owner = func.value
+            if func.attr in ALLOCATORS:
+                return False
+            if func.attr in MEMBERS:
+                return True
+            if isinstance(owner, ast.Name) and owner.id == "self":
+                return True
+            return isinstance(owner, ast.Name) and not _bound_locally(
+                owner.id, function
+            )
+        if isinstance(func, ast.Name):
+            name = func.id
+            if analysis.helper_names.get(name) or (
+                name in PASSING and not _bound_locally(name, function)
+            ):
+                return any(may_hold_steps(analysis, a, function) for a in node.args)
+            if not _bound_locally(name, function):
+                if name in OPAQUE_BUILTINS:
+                    return False  # len(...): an opaque value
+                return _module_call_holds_steps(analysis, name)
+        return True
+    return True
+
+
+def _module_call_holds_steps(analysis: Analysis, name: str) -> bool:
+    """A call of a module-level name: an import's function returns an opaque
+    value, a class an object; a function of the file may return a step count."""
+    for fact in analysis.module_scope.flow(name).end:
+        defn = fact.defn
+        if defn is ENTRY or defn.kind in ("import", "class"):
+            continue
+        if defn.kind == "block":
+            block = analysis.module.block(defn.stmt)
+            if isinstance(block, ast.ClassDef):
+                continue
+        return True
+    return False
+
+
+def _module_name_holds_steps(analysis: Analysis, name: str) -> bool:
+    """A module-level name as a value: what its module-level assignments hold
+    (imports, functions and classes are no integers)."""
+    key = ("module", name)
+    found = analysis._steps.get(key)
+    if found is not None:
+        return found
+    analysis._steps[key] = False
+    found = False
+    for fact in analysis.module_scope.flow(name).end:
+        defn = fact.defn
+        if defn is ENTRY:
+            found = found or role_of_name(name) is Role.NUM_STEPS
+        elif defn.kind == "assign":
+            found = found or may_hold_steps(analysis, defn.value, None)
+        elif defn.kind not in ("import", "function", "class", "block"):
+            found = True
+    analysis._steps[key] = found
+    return found
+
+
+def _bound_locally(name: str, function) -> bool:
+    while function is not None:
+        if name in function.locals or name in function.params:
+            return True
+        function = function.parent
+    return False
+
+
+def _name_holds_steps(analysis: Analysis, name: str, function) -> bool:
+    scope = function
+    while scope is not None:
+        bindings = scope.locals.all(name)
+        if bindings:
+            return any(
+                role_of_name(name) is Role.NUM_STEPS
+                if b.value is None
+                else may_hold_steps(analysis, b.value, b.owner or scope)
+                for b in bindings
+            )
+        if name in scope.params:
+            return role_of_name(name) is Role.NUM_STEPS
+        scope = scope.parent
+    if name in MODULES or name in BUILTIN_NAMES or name in OPAQUE_BUILTINS:
+        return False  # a module or a function: no integer
+    return _module_name_holds_steps(analysis, name)
+
+
+def _class_holds_steps(analysis: Analysis, cls, attr: str, role) -> bool:
+    """``self.<attr>`` as any method of the walked class may assign it."""
+    key = (id(cls), attr)
+    found = analysis._steps.get(key)
+    if found is not None:
+        return found
+    analysis._steps[key] = False
+    found = True
+    node = cls.node
+    # Bases of another module are not read (as the values do not read them):
+    # a base named as no class of the file is one of those.
+    own_lineage = not any(
+        not isinstance(base, ast.Name) or analysis.module.defines_class(base.id)
+        for base in node.bases
+    )
+    if (
+        own_lineage
+        and not any(
+            isinstance(s, ast.FunctionDef) and s.name == attr for s in node.body
+        )
+        and not any(
+            isinstance(t, ast.Name) and t.id == attr
+            for s in node.body
+            if isinstance(s, (ast.Assign, ast.AnnAssign))
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        )
+    ):
+        bindings = [b for f in cls.functions for b in f.attrs.all(attr)]
+        if not bindings:
+            found = role is Role.NUM_STEPS
+        else:
+            found = any(
+                role is Role.NUM_STEPS
+                if b.value is None
+                else may_hold_steps(analysis, b.value, b.owner)
+                for b in bindings
+            )
+    analysis._steps[key] = found
+    return found

@@ -1,0 +1,604 @@
+"""The width analysis: what an expression can be worth, on every path, by value.
+
+:meth:`Analysis.values` reads an ``ast`` expression as the alternatives
+(:class:`lint_plugin.engine.flow.alternatives.Alt`) it can take: each a symbolic value
+(:mod:`lint_plugin.engine.flow.symbolic`), the branch conditions of its path and the
+rows
+of the definitions followed. Names are followed through every reaching
+definition (:mod:`lint_plugin.engine.flow.dataflow`), ``self.`` attributes through every
+assignment in the class and its bases of the file, module names through the
+module (:mod:`lint_plugin.engine.module_scope`), calls through
+:mod:`lint_plugin.engine.flow.call_values`. A name of a role is its role's symbol where
+it
+is a parameter, an attribute of another object, or a ``self.`` attribute naming
+a topk, a step count or a context size; a local is what it holds (``topk = 1``
+is 1), its name only where that is unknown. What cannot be read is an opaque
+symbol, never a guess.
+
+Allocations are read as per-step rows by :mod:`lint_plugin.engine.flow.per_step_rows`.
+Everything is computed on demand and remembered per node and frame: a value
+that is never asked for costs nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Sequence
+
+from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.engine.flow.alternatives import (
+    MAX_ALTS,
+    OPERATORS,
+    SERIAL,
+    Alt,
+    Cond,
+    Frame,
+    Ref,
+    also,
+    arithmetic,
+    as_condition,
+    combine,
+    file_row,
+    integer,
+    is_int,
+    project,
+    truediv,
+    via_row,
+    with_conds,
+)
+from lint_plugin.engine.flow.call_values import CallValues
+from lint_plugin.engine.flow.dataflow import ENTRY, Def, Fact
+from lint_plugin.engine.flow.known_values import (
+    BUILTIN_NAMES,
+    MEMBERS,
+    MODULES,
+    NAMED_ATTRIBUTES,
+    OPAQUE_BUILTINS,
+    TENSOR_ALLOCATORS,
+    dotted,
+    global_value,
+    imported_value,
+    last_name,
+    literal_int,
+    member,
+    named_value,
+)
+from lint_plugin.engine.flow.scopes import ClassInfo, Scope
+from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
+from lint_plugin.engine.module_scope import ModuleScope
+from lint_plugin.engine.roles import role_of_name
+from lint_plugin.engine.source import Source, one_line
+
+
+class Analysis(CallValues):
+    """The values of one parsed tree (a region of a file, or the whole file).
+
+    ``helper_names``: the names the helpers are called by (their own, and
+    trusted import aliases)."""
+
+    def __init__(
+        self, module: ModuleScope, helper_names: dict[str, str], source: Source
+    ) -> None:
+        self.module = module
+        self.helper_names = helper_names
+        self.source = source
+        self.module_scope = Scope(None, module.source, None, module)
+        self.module_frame = Frame(self.module_scope)
+        self._frames: dict[tuple, Frame] = {
+            (id(self.module_scope), id(None)): self.module_frame
+        }
+        self._memo: dict[tuple[int, int, int], list[Alt]] = {}
+        self._busy: set[tuple[int, int, int]] = set()
+        self._classes: dict[int, ClassInfo] = {}
+        self._scopes: dict[int, Scope] = {}
+        self._class_values: dict[tuple[int, str], list[Alt]] = {}
+        self._module_names: dict[str, list[Alt]] = {}
+        self._conditions: dict[tuple, Expr | None] = {}
+        self._steps: dict[tuple[int, int, int], bool] = {}
+        # Memo keys hold ids: every frame made is kept alive with the analysis.
+        self._alive: list[Frame] = []
+
+    def release(self) -> None:
+        """Drop what points back up (each class's scopes point to the class):
+        the analysis is done with."""
+        for info in self._classes.values():
+            info.release()
+        self._classes.clear()
+
+    def new_frame(
+        self,
+        scope: Scope,
+        args=None,
+        depth: int = 0,
+        calling=frozenset(),
+        instance=None,
+    ) -> Frame:
+        frame = Frame(scope, args, depth, calling, instance)
+        self._alive.append(frame)
+        return frame
+
+    def class_info(self, node: ast.ClassDef, source: Source | None = None) -> ClassInfo:
+        found = self._classes.get(id(node))
+        if found is None:
+            found = self._classes[id(node)] = ClassInfo(
+                node, source or self.source, self.module_scope
+            )
+        return found
+
+    def scope_of(self, function) -> Scope:
+        """The scope of a walked function (a :class:`FunctionFacts`)."""
+        found = self._scopes.get(id(function))
+        if found is None:
+            if function.cls is not None:
+                found = self.class_info(function.cls.node).scope(function.node)
+            else:
+                parent = (
+                    self.scope_of(function.parent)
+                    if function.parent is not None
+                    else self.module_scope
+                )
+                found = Scope(function.node, self.source, parent, self.module)
+            self._scopes[id(function)] = found
+        return found
+
+    def frame_of(self, function) -> Frame:
+        """A frame for a walked function (None: the module)."""
+        if function is None:
+            return self.module_frame
+        scope = self.scope_of(function)
+        return self._frame(scope)
+
+    def statement(self, frame: Frame, node: ast.AST) -> ast.stmt | None:
+        chain = frame.scope.locate(node)
+        return chain[-1] if chain else None
+
+    def values(
+        self, node: ast.AST, frame: Frame, stmt: ast.AST | None = None
+    ) -> list[Alt]:
+        """Every value ``node`` (read in ``frame`` before ``stmt``) can take."""
+        key = (id(node), id(frame), id(stmt))
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if key in self._busy:  # a value defined through itself
+            return [Alt(self._opaque(node, frame))]
+        self._busy.add(key)
+        try:
+            found = self._values(node, frame, stmt)
+        finally:
+            self._busy.discard(key)
+        if len(found) > MAX_ALTS:
+            found = [Alt(sy.opaque_symbol("(too many paths)", str(next(SERIAL))))]
+        # What has no site of its own was made here.
+        found = [
+            a
+            if a.site is not None
+            else Alt(a.value, a.conds, a.rows, (node, frame.scope))
+            for a in found
+        ]
+        self._memo[key] = found
+        return found
+
+    def _opaque(self, node: ast.AST, frame: Frame) -> Sym:
+        try:
+            text = one_line(frame.scope.source.segment(node))
+        except (AttributeError, IndexError, TypeError):
+            text = type(node).__name__
+        return sy.opaque_symbol(text, f"{id(node)}:{id(frame)}")  # both kept alive
+
+    def _values(self, node: ast.AST, frame: Frame, stmt) -> list[Alt]:
+        kind = type(node)
+        if kind is ast.Constant:
+            value = node.value
+            if type(value) in (int, bool):
+                return [Alt(Const(int(value)))]
+            return [Alt(self._opaque(node, frame))]
+        if kind is ast.Name:
+            return self._name(node, frame, stmt)
+        if kind is ast.Attribute:
+            return self._attribute(node, frame, stmt)
+        if kind is ast.BinOp:
+            return self._binop(node, frame, stmt)
+        if kind is ast.UnaryOp:
+            return self._unary(node, frame, stmt)
+        if kind is ast.BoolOp:
+            return self._boolop(node, frame, stmt)
+        if kind is ast.IfExp:
+            yes = self.values(node.body, frame, stmt)
+            no = self.values(node.orelse, frame, stmt)
+            return [also(a, ("ifexp", node, True, frame), stmt) for a in yes] + [
+                also(a, ("ifexp", node, False, frame), stmt) for a in no
+            ]
+        if kind is ast.Compare:
+            return self._compare(node, frame, stmt)
+        if kind is ast.Call:
+            return self._call(node, frame, stmt)
+        if kind in (ast.Tuple, ast.List):
+            return self._tuple(node.elts, frame, stmt)
+        if kind is ast.Subscript:
+            return self._subscript(node, frame, stmt)
+        if kind is ast.NamedExpr:
+            return self.values(node.value, frame, stmt)
+        return [Alt(self._opaque(node, frame))]
+
+    def _name(self, node: ast.Name, frame: Frame, stmt) -> list[Alt]:
+        name = node.id
+        scope = frame.scope
+        if scope.is_module:
+            return self._module_name(name, node, frame)
+        flow = scope.flow(name)
+        facts = flow.at(stmt) if stmt is not None else [Fact(ENTRY, frozenset())]
+        if not facts:  # unreachable code
+            return [Alt(self._opaque(node, frame))]
+        found: list[Alt] = []
+        for fact in facts:
+            for alt in self._fact(fact, name, node, frame):
+                found.append(with_conds(alt, fact.conds, frame))
+        return found
+
+    def _fact(self, fact: Fact, name: str, node: ast.AST, frame: Frame) -> list[Alt]:
+        defn = fact.defn
+        scope = frame.scope
+        if defn is ENTRY:
+            if "." in name:  # self.<attr>: as any method may have left it
+                attr = name.split(".", 1)[1]
+                return self._class_wide(
+                    frame.cls, attr, role_of_name(attr), f"self.{attr}"
+                )
+            if name in scope.params:
+                if frame.args is not None and name in frame.args:
+                    return frame.args[name]
+                return [Alt(named_value(name, name))]
+            if scope.parent is not None and not scope.parent.is_module:
+                # A closure: the enclosing function's value where this one is defined.
+                outer = self._frame(scope.parent, frame.instance)
+                chain = scope.parent.locate(scope.node)
+                return self.values(node, outer, chain[-1] if chain else None)
+            if name in MODULES or name in BUILTIN_NAMES or name in OPAQUE_BUILTINS:
+                # torch, math, max, len...: taken at their word when the
+                # function does not rebind them (a module rebinding torch or
+                # len is no backend).
+                return [Alt(global_value(name))]
+            return self._module_name(name, node, self.module_frame)
+        return self._definition(defn, node, frame, name)
+
+    def _definition(self, defn: Def, node, frame: Frame, name: str) -> list[Alt]:
+        row = file_row(defn.stmt, frame)
+        kind = defn.kind
+        if kind == "assign":
+            alts = self.values(defn.value, frame, defn.stmt)
+            alts = project(alts, defn.path)
+            if defn.path:
+                return [via_row(a, row, None) for a in alts]
+            return [via_row(a, row, a.site or (defn.value, frame.scope)) for a in alts]
+        if kind == "aug":
+            before = [
+                with_conds(a, fact.conds, frame)
+                for fact in defn.previous
+                for a in self._fact(fact, name, node, frame)
+            ]
+            right = self.values(defn.value, frame, defn.stmt)
+            operator = OPERATORS.get(type(defn.op))
+            return [
+                via_row(alt, row, None)
+                for alt in combine(
+                    [before, right],
+                    lambda v: arithmetic(operator, v[0], v[1]) if operator else None,
+                )
+            ]
+        if kind == "import":
+            return [Alt(imported_value(defn.stmt, defn.alias), rows=(row,))]
+        if kind in ("function", "class", "block"):
+            stmt = defn.stmt
+            scope = frame.scope
+            if kind == "block":
+                stmt = scope.module.block(stmt)
+                if stmt is None:
+                    return [Alt(self._opaque(node, frame))]
+            if isinstance(stmt, ast.ClassDef):
+                source = scope.module.source if kind == "block" else scope.source
+                return [Alt(Ref("class", stmt.name, self.class_info(stmt, source)))]
+            return [Alt(Ref("function", stmt.name, (stmt, scope)))]
+        # unknown, deleted: the name's role when it has one
+        role = role_of_name(name)
+        if role is not None:
+            return [Alt(sy.role_symbol(role, name), rows=(row,))]
+        return [Alt(self._opaque(node, frame), rows=(row,))]
+
+    def _module_name(self, name: str, node: ast.AST, frame: Frame) -> list[Alt]:
+        found = self._module_names.get(name)
+        if found is None:
+            found = self._module_names[name] = self._module_value(name, node)
+        return found
+
+    def _module_value(self, name: str, node: ast.AST) -> list[Alt]:
+        flow = self.module_scope.flow(name)
+        found: list[Alt] = []
+        for fact in flow.end:
+            if fact.defn is ENTRY:
+                found.append(Alt(global_value(name)))
+            else:
+                # Module-level branches are not conditions of the caller's path.
+                found += self._definition(fact.defn, node, self.module_frame, name)
+        return found or [Alt(global_value(name))]
+
+    def _frame(self, scope: Scope, instance: ClassInfo | None = None) -> Frame:
+        """The frame of a scope read with no arguments (for ``instance``)."""
+        key = (id(scope), id(instance))
+        found = self._frames.get(key)
+        if found is None:
+            found = self._frames[key] = self.new_frame(scope, instance=instance)
+        return found
+
+    def _attribute(self, node: ast.Attribute, frame: Frame, stmt) -> list[Alt]:
+        scope = frame.scope
+        role = role_of_name(node.attr)
+        owner = node.value
+        text = dotted(node)
+        is_self = (
+            isinstance(owner, ast.Name)
+            and scope.self_name is not None
+            and owner.id == scope.self_name
+        )
+        if node.attr in TENSOR_ALLOCATORS:  # `buffer.new_zeros(...)`: any tensor
+            return [Alt(Ref("alloc", node.attr))]
+        if is_self:
+            if role in NAMED_ATTRIBUTES:
+                return [Alt(sy.role_symbol(role, text))]
+            return self._self_attribute(node, frame, stmt, role, text)
+        if role is not None:
+            return [Alt(sy.role_symbol(role, text))]
+        if node.attr not in MEMBERS and not isinstance(owner, ast.Name):
+            # Only a module's, a tensor's or a class's members are worth the
+            # owner's value; anything else of a dotted name is a named
+            # quantity of no known role, whatever it is an attribute of.
+            label = text or one_line(scope.source.segment(node))
+            return [Alt(sy.free_symbol(label))]
+        opaque = functools.partial(self._opaque, node, frame)
+        if isinstance(owner, (ast.Name, ast.Attribute)):
+            bases = self.values(owner, frame, stmt)
+            found = []
+            for base in bases:
+                value = base.value
+                if isinstance(value, Ref):
+                    found.append(member(value, node.attr, base, opaque))
+                elif text is not None and isinstance(value, Sym) and not value.opaque:
+                    found.append(Alt(sy.free_symbol(text), base.conds))
+                else:
+                    found.append(Alt(self._opaque(node, frame), base.conds))
+            return found
+        # An attribute of a call's or a subscript's result is a named quantity
+        # of no known role (`get_schedule().page_size`), as a dotted name is.
+        text = one_line(scope.source.segment(node))
+        bases = self.values(owner, frame, stmt)
+        return [
+            member(b.value, node.attr, b, opaque)
+            if isinstance(b.value, Ref)
+            else Alt(sy.free_symbol(text), b.conds)
+            for b in bases
+        ]
+
+    def _self_attribute(self, node, frame: Frame, stmt, role, text) -> list[Alt]:
+        scope = frame.scope
+        key = f"{scope.self_name}.{node.attr}"
+        facts = (
+            scope.flow(key).at(stmt) if stmt is not None else [Fact(ENTRY, frozenset())]
+        )
+        found: list[Alt] = []
+        for fact in facts:
+            if fact.defn is ENTRY:
+                alts = self._class_wide(frame.cls, node.attr, role, text)
+            else:
+                alts = self._definition(fact.defn, node, frame, key)
+            found += [with_conds(a, fact.conds, frame) for a in alts]
+        return found
+
+    def _class_wide(self, cls: ClassInfo | None, attr: str, role, text) -> list[Alt]:
+        """``self.<attr>`` as any method may have left it: every assignment in
+        the class and its bases of the file, a class attribute, a property."""
+        fallback = [Alt(sy.role_symbol(role, text) if role else sy.free_symbol(text))]
+        if cls is None:
+            return fallback
+        key = (id(cls), attr)
+        found = self._class_values.get(key)
+        if found is not None:
+            return found
+        self._class_values[key] = [Alt(sy.opaque_symbol(text, f"cycle:{id(cls)}"))]
+        found = []
+        method_found = False
+        for info in self._lineage(cls):
+            instance = cls if info is not cls else None
+            for stmt, function in info.attribute_sites(attr):
+                scope = info.scope(function)
+                frame = self._frame(scope, instance)
+                flow = scope.flow(f"{scope.self_name}.{attr}")
+                for defn in flow.defined_by(stmt):
+                    found += self._definition(defn, stmt, frame, attr)
+            for stmt in info.class_assignments(attr):
+                value = getattr(stmt, "value", None)
+                if value is not None:
+                    found += [
+                        via_row(a, file_row(stmt, self.module_frame), None)
+                        for a in self.values(value, self._frame(info.outer), None)
+                    ]
+            method = info.methods.get(attr)
+            if method is not None and not method_found:
+                method_found = True  # the nearest class's, as Python looks it up
+                if any(
+                    isinstance(d, ast.Name) and d.id == "property"
+                    for d in method.decorator_list
+                ):
+                    found += self._returns(
+                        method, info.scope(method), {}, 0, frozenset(), instance
+                    )
+                else:
+                    found.append(Alt(Ref("method", attr, (method, info))))
+        # Another method's branches are not this path's: what held when it ran
+        # (``if topk > 1: raise`` in __init__) is an invariant the gate does
+        # not lean on.
+        found = [Alt(a.value, frozenset(), a.rows, a.site) for a in found] or fallback
+        self._class_values[key] = found
+        return found
+
+    def _lineage(self, cls: ClassInfo) -> list[ClassInfo]:
+        """The class and its bases defined in the file, nearest first."""
+        order, pending, seen = [], [cls], set()
+        while pending:
+            info = pending.pop(0)
+            if id(info) in seen:
+                continue
+            seen.add(id(info))
+            order.append(info)
+            if info.bases is None:
+                info.bases = []
+                for base in info.node.bases:
+                    for alt in self.values(base, self._frame(info.outer), None):
+                        if isinstance(alt.value, Ref) and alt.value.kind == "class":
+                            info.bases.append(alt.value.payload)
+            pending += info.bases
+        return order
+
+    def _binop(self, node: ast.BinOp, frame: Frame, stmt) -> list[Alt]:
+        operator = OPERATORS.get(type(node.op))
+        left = self.values(node.left, frame, stmt)
+        right = self.values(node.right, frame, stmt)
+        if isinstance(node.op, ast.Div):
+            return combine([left, right], lambda v: truediv(v[0], v[1]))
+        return combine([left, right], lambda v: arithmetic(operator, v[0], v[1]))
+
+    def _unary(self, node: ast.UnaryOp, frame: Frame, stmt) -> list[Alt]:
+        operand = self.values(node.operand, frame, stmt)
+        if isinstance(node.op, ast.USub):
+            return combine([operand], lambda v: integer("neg", v[0]))
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.Not):
+            return combine([operand], lambda v: Op("not", (as_condition(v[0]),)))
+        return [Alt(self._opaque(node, frame))]
+
+    def _boolop(self, node: ast.BoolOp, frame: Frame, stmt) -> list[Alt]:
+        parts = [self.values(v, frame, stmt) for v in node.values]
+        if isinstance(node.op, ast.Or):
+
+            def either(values):
+                result = values[-1]
+                for value in reversed(values[:-1]):
+                    result = integer("or", value, result)
+                return result
+
+            return combine(parts, either)
+        return combine(parts, lambda v: Op("and", tuple(as_condition(x) for x in v)))
+
+    def _compare(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
+        names = {
+            ast.Lt: "<",
+            ast.LtE: "<=",
+            ast.Gt: ">",
+            ast.GtE: ">=",
+            ast.Eq: "==",
+            ast.NotEq: "!=",
+        }
+        if not all(type(o) in names for o in node.ops):
+            return [Alt(self._opaque(node, frame))]
+        parts = [self.values(v, frame, stmt) for v in [node.left, *node.comparators]]
+
+        def compare(values):
+            pairs = []
+            for index, operator in enumerate(node.ops):
+                a, b = values[index], values[index + 1]
+                if not (is_int(a) and is_int(b)):
+                    return None
+                pairs.append(Op("cmp", (a, b), names[type(operator)]))
+            return pairs[0] if len(pairs) == 1 else Op("and", tuple(pairs))
+
+        return combine(parts, compare)
+
+    def _tuple(self, elements: Sequence[ast.expr], frame: Frame, stmt) -> list[Alt]:
+        parts = []
+        starred = []
+        for element in elements:
+            if isinstance(element, ast.Starred):
+                parts.append(self.values(element.value, frame, stmt))
+                starred.append(True)
+            else:
+                parts.append(self.values(element, frame, stmt))
+                starred.append(False)
+
+        def build(values):
+            items: list[Expr] = []
+            for value, spliced in zip(values, starred, strict=True):
+                if spliced:
+                    if not isinstance(value, Tup):
+                        return None
+                    items += value.items
+                else:
+                    items.append(value)
+            return Tup(tuple(items))
+
+        return combine(parts, build)
+
+    def _subscript(self, node: ast.Subscript, frame: Frame, stmt) -> list[Alt]:
+        index = node.slice
+        position = literal_int(index)
+        container = self.values(node.value, frame, stmt)
+
+        def pick(values):
+            value = values[0]
+            if (
+                isinstance(value, Tup)
+                and position is not None
+                and -len(value.items) <= position < len(value.items)
+            ):
+                return value.items[position]
+            return None
+
+        found = []
+        for alt in container:
+            picked = pick([alt.value])
+            if picked is None:
+                found.append(Alt(self._opaque(node, frame), alt.conds, alt.rows))
+            else:
+                found.append(Alt(picked, alt.conds, alt.rows))
+        return found
+
+    def condition(self, cond: Cond) -> tuple[Expr | None, bool]:
+        """A literal's condition and polarity: None when it is opaque (an atom
+        keyed by its literal)."""
+        kind, node, positive, frame = cond
+        key = (kind, id(node), id(frame))
+        if key not in self._conditions:
+            self._conditions[key] = self._condition_of(kind, node, frame)
+        return self._conditions[key], positive
+
+    def _condition_of(self, kind: str, node, frame: Frame) -> Expr | None:
+        if kind == "test":
+            test, stmt = node.test, node
+        elif kind == "ifexp":
+            chain = frame.scope.locate(node) if not frame.scope.is_module else []
+            test, stmt = node.test, (chain[-1] if chain else None)
+        elif kind == "loop" and isinstance(node, (ast.For, ast.AsyncFor)):
+            return self._runs(node, frame)
+        else:
+            return None
+        alts = self.values(test, frame, stmt)
+        if len({a.value for a in alts}) != 1:
+            return None
+        return as_condition(alts[0].value)
+
+    def _runs(self, loop: ast.For, frame: Frame) -> Expr | None:
+        """``for ... in range(...)`` runs at least once iff the range is not empty."""
+        it = loop.iter
+        if not (
+            isinstance(it, ast.Call)
+            and last_name(it.func) == "range"
+            and not it.keywords
+            and 1 <= len(it.args) <= 2
+        ):
+            return None
+        parts = [self.values(a, frame, loop) for a in it.args]
+        if any(len(p) != 1 or not is_int(p[0].value) for p in parts):
+            return None
+        if len(parts) == 1:
+            return Op("cmp", (parts[0][0].value, Const(0)), ">")
+        return Op("cmp", (parts[1][0].value, parts[0][0].value), ">")

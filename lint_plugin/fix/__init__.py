@@ -1,0 +1,1 @@
+"""``fix``: the rounds, edits, wrapping, line endings, atomic writes."""

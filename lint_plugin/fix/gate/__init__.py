@@ -1,0 +1,1 @@
+"""The gate: is the text to be written equal to the original?"""

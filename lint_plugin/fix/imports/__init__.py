@@ -1,0 +1,1 @@
+"""Adding the helpers' import: by editing text, or with libcst."""

@@ -1,0 +1,1 @@
+"""``# noqa`` directives: what they suppress, KVI100, ``--add-noqa``."""
