@@ -31,19 +31,19 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     ``not a row``)."""
     tree = ast.parse(text, filename=path)
     source = Source(text)
-    walker = walk(tree, source, path, settings)
+    facts, reporter = walk(tree, source, path, settings)
     lines: list[str] = []
     verdicts: list[str] = []
-    for cls in walker.facts.classes:
+    for cls in facts.classes:
         for allocation in cls.allocations:
             call = allocation.call
-            stmt = walker.analysis.statement(
-                walker.analysis.frame_of(allocation.function), call
+            stmt = reporter.analysis.statement(
+                reporter.analysis.frame_of(allocation.function), call
             )
             node = stmt if stmt is not None else call
             if not node.lineno <= row <= node.end_lineno:
                 continue
-            lines += _allocation(allocation, cls, walker, source, path)
+            lines += _allocation(allocation, cls, reporter, source, path)
             verdicts.append(lines.pop())
     if not lines:
         raise NothingToExplain(
@@ -54,7 +54,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     return "\n".join(lines) + "\n", worst
 
 
-def _allocation(allocation, cls, walker, source: Source, path: str) -> list[str]:
+def _allocation(allocation, cls, reporter, source: Source, path: str) -> list[str]:
     call = allocation.call
     function = allocation.function.node.name
     row, column = source.position(source.index(call.lineno, call.col_offset))
@@ -69,7 +69,7 @@ def _allocation(allocation, cls, walker, source: Source, path: str) -> list[str]
     )
     lines.append(f"  in {cls.node.name}.{function} ({kind})")
     topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
-    judgement = kvi003.judge(allocation, walker.analysis, topk)
+    judgement = kvi003.judge(allocation, reporter.analysis, topk)
     if judgement is None:
         lines.append(
             "  not a kv_indices row: no path is per step with a context size "

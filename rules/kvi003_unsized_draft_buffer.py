@@ -22,6 +22,7 @@ from lint_plugin.engine.flow.dataflow import literal_order
 from lint_plugin.engine.flow.per_step_rows import Row, allocation_rows
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
 from lint_plugin.engine.formulas import BUFFER_WIDTH, render_helper_call
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import CONTEXT_ROLES, SEQUENCE_COUNT_NAMES, Role
 from lint_plugin.engine.source import one_line
 from lint_plugin.engine.values import factors
@@ -481,7 +482,7 @@ class Judgement:
 SIZED, UNSIZED, NOT_JUDGED = "sized", "unsized", "not judged"
 
 
-def judgements(facts: ModuleFacts, report) -> list[Judgement]:
+def judgements(facts: ModuleFacts, report: Reporter) -> list[Judgement]:
     """Every kv_indices row allocation of the file's draft backends, judged."""
     found = []
     for cls in facts.classes:
@@ -788,7 +789,7 @@ def _pins(conds) -> dict[str, list[int]]:
     return pins
 
 
-def decide(facts: ModuleFacts, report) -> None:
+def decide(facts: ModuleFacts, report: Reporter) -> None:
     """One finding per kv_indices allocation that can be unsized on a path; a
     note for each one not judged."""
     for judgement in judgements(facts, report):
@@ -841,7 +842,7 @@ def _goal_symbols(goal: Expr) -> list:
     return list(symbolic.symbols(goal))
 
 
-def _report(judgement: Judgement, facts, report) -> None:
+def _report(judgement: Judgement, facts, report: Reporter) -> None:
     path = judgement.unsized[0]
     row = path.row
     context = next(
@@ -865,7 +866,9 @@ def _report(judgement: Judgement, facts, report) -> None:
     report.add("KVI003", report.span(row.shown), message, fix)
 
 
-def _unsafe_fix(cls: ClassFacts, site, allocation, facts, report) -> Fix | None:
+def _unsafe_fix(
+    cls: ClassFacts, site, allocation, facts, report: Reporter
+) -> Fix | None:
     """``count * context`` where the width is made -> the helper with the
     class's topk."""
     node, scope = site

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lint_plugin.engine.facts import ModuleFacts
 from lint_plugin.engine.flow.alternatives import role_of_value
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN, misplaced_arguments
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.source import one_line
 from lint_plugin.engine.values import arguments
 from lint_plugin.engine.vocabulary import Needs
@@ -81,7 +82,7 @@ No fix: which argument is wrong is for a person to decide.
 )
 
 
-def decide(facts: ModuleFacts, report) -> None:
+def decide(facts: ModuleFacts, report: Reporter) -> None:
     analysis = report.analysis
     for helper_call in facts.helper_calls:
         call, helper = helper_call.call, helper_call.helper

@@ -6,6 +6,7 @@ import ast
 
 from lint_plugin.engine.facts import ModuleFacts
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.rules import Example, Rule
 
@@ -82,7 +83,7 @@ decide.
 _KINDS = {"function": "a def", "class": "a class", "assignment": "an assignment"}
 
 
-def decide(facts: ModuleFacts, report) -> None:
+def decide(facts: ModuleFacts, report: Reporter) -> None:
     if report.settings.is_helpers_file(report.path):
         return  # the helpers' home defines them
     for binding in facts.helper_bindings:

@@ -16,6 +16,7 @@ from lint_plugin.engine.facts import (
 )
 from lint_plugin.engine.flow.symbolic import SYMBOLIC, Op, Sym
 from lint_plugin.engine.formulas import USED_LEN, match_used_len
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.findings import Fix
@@ -233,7 +234,7 @@ the message says which.
 )
 
 
-def decide(facts: ModuleFacts, report) -> None:
+def decide(facts: ModuleFacts, report: Reporter) -> None:
     for cls in facts.classes:
         if not cls.is_draft_backend:
             continue
@@ -268,7 +269,7 @@ def _buffer(call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, report) -> bool:
+def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, report: Reporter) -> bool:
     """Does ``guard`` check the full used length against ``buffer``'s row?"""
     pair = _compared(guard)
     if pair is None:
@@ -336,7 +337,7 @@ def _integer(node: ast.expr) -> int | None:
     return None
 
 
-def _is_full_used_len(used: ast.expr, guard, launch: Launch, report) -> bool:
+def _is_full_used_len(used: ast.expr, guard, launch: Launch, report: Reporter) -> bool:
     """On every path, ``used`` is the used length through all the draft steps:
     ``draft_kv_indices_used_len(..., num_steps)`` with the step count, or its
     formula (read by value, through locals and branches)."""
@@ -369,7 +370,9 @@ _REQUIRED = "required_kv_indices_len"
 _WHAT = "EAGLE draft kv_indices row (size max_bs * topk * max_context_len)"
 
 
-def _fix(cls: ClassFacts, launch: Launch, buffer, report) -> tuple[Fix | None, str]:
+def _fix(
+    cls: ClassFacts, launch: Launch, buffer, report: Reporter
+) -> tuple[Fix | None, str]:
     function = launch.function
     at = position(launch.call)
     seq_lens_sum = _bound_name(function, at, "seq_lens_sum", Role.SEQ_LENS_SUM)

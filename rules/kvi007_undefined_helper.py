@@ -7,6 +7,7 @@ import os
 from lint_plugin.engine.facts import GUARD, ModuleFacts
 from lint_plugin.engine.formulas import HELPER_SLOTS
 from lint_plugin.engine.package_tree import Home, defines, module_home
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
 from lint_plugin.findings import Fix
 from lint_plugin.rules import Example, Rule
@@ -169,7 +170,7 @@ def undefined_home(
     return home if defines(home.path, name) is False else None
 
 
-def decide(facts: ModuleFacts, report) -> None:
+def decide(facts: ModuleFacts, report: Reporter) -> None:
     for imported in facts.imports:
         statement = imported.statement
         home = undefined_home(

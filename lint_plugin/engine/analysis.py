@@ -22,7 +22,7 @@ from lint_plugin.engine.allocations import (
     may_be_draft_backend,
     role_attributes,
 )
-from lint_plugin.engine.arith import AST, Leaf, Sum, build
+from lint_plugin.engine.arith import AST, Leaf, build
 from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
@@ -34,34 +34,29 @@ from lint_plugin.engine.facts import (
     HelperBinding,
     HelperCall,
     ImportedName,
+    InlineFormula,
     Launch,
     ModuleFacts,
     position,
     self_attribute,
 )
-from lint_plugin.engine.flow.widths import Analysis
 from lint_plugin.engine.formulas import (
-    CONSTANT,
-    EFFECT,
     HELPER_SLOTS,
-    READ,
-    FormulaMatch,
     find_formula_matches,
-    render_call,
-    render_replacement,
-    written_order,
 )
 from lint_plugin.engine.module_scope import (
     EmptyModuleScope,
     ModuleScope,
     TreeModuleScope,
 )
+from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
-from lint_plugin.engine.source import COMMENT, Source, one_line
-from lint_plugin.findings import Edit, Finding, Fix
+from lint_plugin.engine.source import Source
+from lint_plugin.findings import Finding
 from lint_plugin.records import field, record
-from lint_plugin.rules import DECISIONS, OPT_IN, RULES
+from lint_plugin.rules import DECISIONS, OPT_IN
+from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
@@ -131,45 +126,6 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
-# What may have an effect when evaluated (or change what is read after it).
-_EFFECTS = (
-    ast.Call,
-    ast.NamedExpr,
-    ast.Await,
-    ast.Yield,
-    ast.YieldFrom,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-)
-
-
-_CONSTANT = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
-
-
-def _evaluation_kind(expr) -> str:
-    """What evaluating an operand does (see ``formulas.written_order``)."""
-    nodes = list(ast.walk(expr.node))
-    if any(isinstance(node, _EFFECTS) for node in nodes):
-        return EFFECT
-    if all(isinstance(node, _CONSTANT) for node in nodes):
-        return CONSTANT
-    return READ
-
-
-def _balanced(text: str) -> bool:
-    depth = 0
-    for char in COMMENT.sub("", text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
-
-
 def _mentions(rows: Sequence[int] | None, node: ast.AST) -> bool:
     """Does ``node`` span a row of ``rows`` (None: every row counts)?"""
     if rows is None:
@@ -219,26 +175,32 @@ def analyze(
     them (``tree`` itself when it is the whole module). ``notes`` receives what
     the rules could not judge (KVI003's opaque widths), as findings of their code.
     """
-    walker = _Walker(source, path, rows, settings, _module_of(tree, source, module))
+    module = _module_of(tree, source, module)
+    walker = _Walker(source, path, rows, settings, module)
     if helper_names is not None:  # shared by the regions of one file, in order
         walker.facts.helper_names = helper_names
     walker.visit(tree, _Context(), False)
+    reporter = Reporter(source, path, settings, module, walker.facts.helper_names)
+    report_inline_formulas(walker.facts, reporter)
     for code, decide in DECISIONS:
         if code not in OPT_IN or code in settings.opt_in:
-            decide(walker.facts, walker)
+            decide(walker.facts, reporter)
     if notes is not None:
-        notes += walker.notes
+        notes += reporter.notes
     walker.release()
-    return walker.findings
+    reporter.release()
+    return reporter.findings
 
 
 def walk(
     tree: ast.Module, source: Source, path: str, settings: Settings = DEFAULT_SETTINGS
-) -> _Walker:
-    """The whole tree's facts and reporter, nothing decided (``--explain``)."""
-    walker = _Walker(source, path, None, settings, _module_of(tree, source, None))
+) -> tuple[ModuleFacts, Reporter]:
+    """The whole tree's facts and a reporter, nothing decided (``--explain``)."""
+    module = _module_of(tree, source, None)
+    walker = _Walker(source, path, None, settings, module)
     walker.visit(tree, _Context(), False)
-    return walker
+    facts = walker.facts
+    return facts, Reporter(source, path, settings, module, facts.helper_names)
 
 
 def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
@@ -250,8 +212,8 @@ def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
 
 
 class _Walker:
-    """Walks one tree: matches the inline formulas, gathers facts for the rules,
-    and is the reporter the rules add their findings through."""
+    """Walks one tree and gathers facts for the rules (the inline formulas it
+    matches among them); it decides and reports nothing."""
 
     def __init__(
         self,
@@ -266,11 +228,8 @@ class _Walker:
         self.rows = rows
         self.settings = settings
         self.module = module or EmptyModuleScope(source)
-        self.findings: list[Finding] = []
-        self.notes: list[Finding] = []
         self.facts = ModuleFacts()
         self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
-        self._analysis: Analysis | None = None
         self._functions: list[FunctionFacts] = []  # every one made (release)
 
     @property
@@ -283,29 +242,18 @@ class _Walker:
             )
         return found
 
-    @property
-    def analysis(self) -> Analysis:
-        """The values of this tree, computed as the rules ask for them."""
-        if self._analysis is None:
-            self._analysis = Analysis(self.module, self.facts.helper_names, self.source)
-        return self._analysis
-
     def mentions(self, node: ast.AST) -> bool:
         return _mentions(self.rows, node)
 
     def release(self) -> None:
         """Cut the references that point back (a binding to its function, a
-        function to its class, a scope to its class) once everything is
-        decided, so the tree is freed as soon as the findings are returned,
-        not left to the cycle collector to scan later (the last file's at
-        exit)."""
+        function to its class) once everything is decided, so the tree is
+        freed as soon as the findings are returned, not left to the cycle
+        collector to scan later (the last file's at exit)."""
         for function in self._functions:
             function.locals = function.attrs = Bindings()
             function.cls = function.parent = None
         self._functions.clear()
-        if self._analysis is not None:
-            self._analysis.release()
-            self._analysis = None
 
     # ---- traversal -------------------------------------------------------
 
@@ -484,110 +432,12 @@ class _Walker:
         ):
             cls.launches.append(Launch(call, function))
 
-    # ---- KVI001 / KVI002 -------------------------------------------------
+    # ---- the inline formulas (KVI001 / KVI002 report them) -------------------
 
     def _check_arith(self, node: ast.AST, ctx: _Context) -> None:
         aliases = ctx.scope.aliases if ctx.scope else {}
         for match in find_formula_matches(build(node, AST, aliases)):
-            self._report_formula(match, ctx.annotation)
-
-    def _report_formula(self, match: FormulaMatch, in_annotation: bool) -> None:
-        src = self.source
-        owner_span = src.span(match.owner.node)
-        if isinstance(match.owner, Sum):
-            spans = [
-                src.widen_to_parens(
-                    src.span(match.owner.terms[i].expr.node), owner_span
-                )
-                for i in match.terms
-            ]
-            shown = owner_span if match.whole else (spans[0][0], spans[-1][1])
-            # Terms next to each other in the flattened sum may still sit in
-            # different parentheses (`a + (b + c)`): splice only a balanced span,
-            # else rewrite the whole sum from its terms.
-            splice = match.whole or (
-                match.contiguous and _balanced(src.text[shown[0] : shown[1]])
-            )
-            edit_span = shown if splice else owner_span
-            if splice and not match.whole:
-                # `cap - (a + b)`: the call takes the group's parentheses' place.
-                grouped = src.widen_to_parens(shown, owner_span)
-                if match.owner.terms[match.terms[0]].negative and grouped == shown:
-                    # `cap - a - b`: the span reads `a - b`, so rebuild the sum.
-                    splice, edit_span = False, owner_span
-                else:
-                    edit_span = grouped
-        else:
-            shown = edit_span = owner_span
-            splice = True
-
-        def text_of(expr) -> str:
-            text = src.segment(expr.node)
-            text = one_line(text) if "\n" in text else text
-            # An argument (a keyword's value above all) takes a walrus only in
-            # parentheses.
-            return f"({text})" if isinstance(expr.node, ast.NamedExpr) else text
-
-        def term_text_of(index: int) -> str:
-            start, end = src.widen_to_parens(
-                src.span(match.owner.terms[index].expr.node), owner_span
-            )
-            # One line: the span's comments move above it, and a line break
-            # could land outside any bracket (after a backslash continuation).
-            text = src.text[start:end]
-            return one_line(text) if "\n" in text else text
-
-        order = written_order(match, _evaluation_kind)
-        keywords = order.keywords if order else ()
-        call = render_call(match, text_of, keywords, self.settings.spell(match.helper))
-        if order is not None and order.at_last and splice and not match.whole:
-            splice, edit_span = False, owner_span  # rebuilt, the call moved
-        content = render_replacement(
-            match, text_of, term_text_of, splice, call, bool(order and order.at_last)
-        )
-        rule = RULES[match.code]
-        message = rule.message.format(
-            text=one_line(src.text[shown[0] : shown[1]]),
-            args=call[call.index("(") + 1 : -1],
-        )
-        fix = Fix("safe", rule.fix_title or "", (self._edit(edit_span, content),))
-        # No fix where a program keeps the text: an annotation (a string under
-        # `from __future__ import annotations`, and for tools), `{expr=}`.
-        fixable = match.fixable and order is not None and not in_annotation
-        self._add(match.code, shown, message, fix if fixable else None)
-
-    # ---- the reporter the rules use ------------------------------------------
-
-    def span(self, node: ast.AST) -> tuple[int, int]:
-        return self.source.span(node)
-
-    def edit(self, span: tuple[int, int], content: str) -> Edit:
-        return self._edit(span, content)
-
-    def add(self, code: str, span: tuple[int, int], message: str, fix=None) -> None:
-        self._add(code, span, message, fix)
-
-    def note(self, code: str, span: tuple[int, int], message: str) -> None:
-        """Something the rule could not judge (never reported as a finding)."""
-        row, column = self.source.position(span[0])
-        end_row, end_column = self.source.position(span[1])
-        self.notes.append(
-            Finding(self.path, row, column, end_row, end_column, code, message)
-        )
-
-    # ---- output ----------------------------------------------------------
-
-    def _edit(self, span: tuple[int, int], content: str) -> Edit:
-        row, column = self.source.position(span[0])
-        end_row, end_column = self.source.position(span[1])
-        return Edit(content, row, column, end_row, end_column)
-
-    def _add(self, code, span, message, fix) -> None:
-        row, column = self.source.position(span[0])
-        end_row, end_column = self.source.position(span[1])
-        self.findings.append(
-            Finding(self.path, row, column, end_row, end_column, code, message, fix)
-        )
+            self.facts.formulas.append(InlineFormula(match, ctx.annotation))
 
 
 def _scope(

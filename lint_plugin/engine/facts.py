@@ -20,6 +20,10 @@ from lint_plugin.engine.allocations import is_draft_backend_class, may_be_draft_
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.records import field, record
 
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.engine.formulas import FormulaMatch
+
 GUARD = vocabulary.GUARD
 
 Position = tuple[int, int]
@@ -198,8 +202,18 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
 
 
 @record(eq=False)
+class InlineFormula:
+    """An expression matching a helper's formula, as the walk met it."""
+
+    match: FormulaMatch
+    in_annotation: bool  # its text is kept by the program (no fix)
+
+
+@record(eq=False)
 class ModuleFacts:
     classes: list[ClassFacts] = field(default_factory=list)
+    # The inline formulas matched, in the order of the walk (KVI001, KVI002).
+    formulas: list[InlineFormula] = field(default_factory=list)
     # Names the helpers are called by here: their own, and trusted import aliases.
     helper_names: dict[str, str] = field(default_factory=helper_names)
     helper_calls: list[HelperCall] = field(default_factory=list)

@@ -584,12 +584,18 @@ def _first_site(chosen: list[Finding], helper: str, settings: Settings) -> str:
 
 def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
     # KVI100's safe fix: drop directive codes that suppress nothing (comments only).
-    from lint_plugin.noqa.directives import remove_unused_directives
+    from lint_plugin.noqa.directives import (
+        may_hold_own_directive,
+        remove_unused_directives,
+    )
 
+    if not may_hold_own_directive(rewrite.text):
+        return rewrite
     # The engine under the run's own settings: a directive for an opt-in rule
     # (KVI006) or for a custom helpers module's findings is used there.
+    findings = check_source(rewrite.text, path, options.settings)
     text, fixed = remove_unused_directives(
-        rewrite.text, path, options.selected, options.settings
+        rewrite.text, path, options.selected, findings
     )
     if not fixed:
         return rewrite

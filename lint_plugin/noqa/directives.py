@@ -49,10 +49,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 from lint_plugin.records import field, record
 
-TYPE_CHECKING = False  # not `typing`: check imports this module on every run
-if TYPE_CHECKING:
-    from lint_plugin.engine.settings import Settings
-
 UNUSED_NOQA_CODE = "KVI100"
 OWN_PREFIX = "KVI"
 
@@ -452,16 +448,12 @@ def remove_unused_directives(
     text: str,
     path: str,
     selected: Callable[[Finding], bool],
-    settings: Settings | None = None,
+    findings: Sequence[Finding],
 ) -> tuple[str, list[Finding]]:
     """``text`` without its unused KVI codes in directives (KVI100's safe fix) and
-    the KVI100 findings fixed. Only comment text changes, so the program does not."""
-    if not may_hold_own_directive(text):
-        return text, []
-    from lint_plugin.engine.scan import check_source
-    from lint_plugin.engine.settings import DEFAULT_SETTINGS
-
-    findings = check_source(text, path, settings or DEFAULT_SETTINGS)
+    the KVI100 findings fixed, given the engine's ``findings`` in ``text`` (the
+    caller's: noqa judges directives, it does not run the engine). Only comment
+    text changes, so the program does not."""
     if any(f.code == SYNTAX_ERROR_CODE for f in findings):
         return text, []
     unused = [
