@@ -19,12 +19,12 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.engine.analysis import analyze
 from lint_plugin.engine.facts import helper_aliases, helper_names, read_whole
 from lint_plugin.engine.module_scope import TreeModuleScope
 from lint_plugin.engine.scan import interesting_rows
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.engine.source import Source
+from lint_plugin.linter import analyze
 from lint_plugin.noqa.directives import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 

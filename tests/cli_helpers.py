@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from lint_plugin import linter
 from lint_plugin.cli import main
-from lint_plugin.engine import scan
+from lint_plugin.engine.prefilter import SourceError
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
 
 MARKER = re.compile(r"kvi00(\d)_here")
@@ -34,7 +35,7 @@ def fake_check_source(
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise scan.SourceError(f"not valid UTF-8 (offset {error.start})") from None
+        raise SourceError(f"not valid UTF-8 (offset {error.start})") from None
     try:
         ast.parse(text)
     except SyntaxError as error:
@@ -70,7 +71,7 @@ class Result:
 
 @pytest.fixture
 def fake_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scan, "check_source", fake_check_source)
+    monkeypatch.setattr(linter, "check_source", fake_check_source)
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from import_probe import imported_by
 from test_properties import buffer_width, near_miss, used_len
 
 import lint_plugin
+from lint_plugin import linter
 from lint_plugin.check import cache as cache_module
 from lint_plugin.check.cache import _BUILD_MARKER, Cache, _decode, _encode, _hasher
-from lint_plugin.engine import scan
 from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import Edit, Finding, Fix
 
@@ -60,7 +60,7 @@ def engine_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the engine ran although the cache had the answer")
 
-    monkeypatch.setattr(scan, "check_source", refuse)
+    monkeypatch.setattr(linter, "check_source", refuse)
 
 
 def test_a_file_that_cannot_match_is_dismissed_like_the_engine_does(
@@ -104,6 +104,7 @@ def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
     watch = (
         "ast",
+        "lint_plugin.linter",
         "lint_plugin.engine.scan",
         "lint_plugin.engine.analysis",
         "symtable",

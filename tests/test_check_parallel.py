@@ -48,15 +48,15 @@ def test_the_collector_is_off_while_files_are_checked_and_restored_after(
     selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
     seen: list[bool] = []
     collected: list[int] = []
-    from lint_plugin.engine import scan
+    from lint_plugin import linter
 
-    check_source = scan.check_source
+    check_source = linter.check_source
 
     def recording(*args, **kwargs):
         seen.append(gc.isenabled())
         return check_source(*args, **kwargs)
 
-    monkeypatch.setattr(scan, "check_source", recording)
+    monkeypatch.setattr(linter, "check_source", recording)
     monkeypatch.setattr(check, "_COLLECT_EVERY", 2)
     monkeypatch.setattr(check, "_collect_garbage", lambda: collected.append(1))
     assert gc.isenabled()

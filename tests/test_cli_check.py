@@ -81,14 +81,14 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
 ):
     from cli_helpers import fake_check_source
 
-    from lint_plugin.engine import scan
+    from lint_plugin import linter
 
     def explode_on_b(data: bytes, path: str, settings=None):
         if path.endswith("b.py"):
             raise RuntimeError("boom")
         return fake_check_source(data, path)
 
-    monkeypatch.setattr(scan, "check_source", explode_on_b)
+    monkeypatch.setattr(linter, "check_source", explode_on_b)
     write(tree / "a.py", "x = kvi001_here\n")
     write(tree / "b.py", "y = 1\n")
     result = run("check")
@@ -681,12 +681,12 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
 
 
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
-    from lint_plugin.engine import scan
+    from lint_plugin import linter
 
     def explode(data: bytes, path: str, settings=None):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(scan, "check_source", explode)
+    monkeypatch.setattr(linter, "check_source", explode)
     write(tree / "b.py", "y = 1\n")
     result = run("check")
     assert result.status == 2

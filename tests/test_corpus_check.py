@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from corpus import BACKENDS
 
-from lint_plugin.engine.scan import check_source
+from lint_plugin.linter import check_source
 
 # (file, row, code) of every site in 0.5.12.post1's four backends.
 EXPECTED_OLD = {
@@ -113,8 +113,8 @@ def test_shortcuts_never_cost_a_finding(whole_package: Path, shard: int) -> None
     import ast
     import warnings
 
-    from lint_plugin.engine.analysis import analyze
     from lint_plugin.engine.source import Source
+    from lint_plugin.linter import analyze
 
     checked = 0
     for path in sorted(whole_package.rglob("*.py"))[shard::SHARDS]:

@@ -13,8 +13,8 @@ import pytest
 from corpus import BACKENDS
 
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
-from lint_plugin.engine.scan import check_source
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.linter import check_source
 
 HELPERS = (USED_LEN, BUFFER_WIDTH)
 

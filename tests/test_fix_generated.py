@@ -44,11 +44,11 @@ from pathlib import Path
 import pytest
 from generated_modules import HELPERS_MODULE, generate
 
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import FileError
 from lint_plugin.fix.command import fix_file
 from lint_plugin.fix.rewrite import Options
+from lint_plugin.linter import check_source
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_GENERATED", "2000"))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.gate.verify import NotEqual, verify
 from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
+from lint_plugin.linter import check_source
 
 H = "helpers"  # the helpers module
 USED = "draft_kv_indices_used_len"

@@ -16,11 +16,11 @@ import pytest
 from interpreter import run_function
 
 from lint_plugin.cli import main
-from lint_plugin.engine.scan import check_source
 from lint_plugin.fix import edits, formatting, rewrite
 from lint_plugin.fix.command import fix_file
 from lint_plugin.fix.gate.oracle import equivalent
 from lint_plugin.fix.rewrite import Options
+from lint_plugin.linter import check_source
 
 # The minimal case: two rewrites on neighbouring lines, the lower one
 # moving a comment.

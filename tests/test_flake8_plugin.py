@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin import runtime
-from lint_plugin.engine.scan import check_source
+from lint_plugin.linter import check_source
 from lint_plugin.noqa.directives import review
 
 SOURCE = """\

@@ -14,9 +14,9 @@ from corpus import BACKENDS
 from mutants import REGRESSIONS, SIZED, all_mutants, mutate, sites
 from shared_results import SharedResults
 
-from lint_plugin.engine.scan import check_source
 from lint_plugin.findings import SYNTAX_ERROR_CODE
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.linter import check_source
 
 
 @pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])
@@ -118,8 +118,8 @@ def test_fast_path_equals_a_full_walk_on_mutants(
     """check's regions and row pruning never cost a finding on a regression."""
     import ast
 
-    from lint_plugin.engine.analysis import analyze
     from lint_plugin.engine.source import Source
+    from lint_plugin.linter import analyze
 
     compared = 0
     for name, text in refactored.items():

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.guard_home import guard_module_for
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.linter import check_source
 from lint_plugin.rules import OPT_IN
 from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND
 

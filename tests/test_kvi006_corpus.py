@@ -15,9 +15,9 @@ import pytest
 from corpus import BACKENDS
 
 from lint_plugin.config.selection import Layer, build_selection
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.linter import check_source
 from lint_plugin.rules import OPT_IN
 
 

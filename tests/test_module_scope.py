@@ -12,7 +12,7 @@ import pytest
 
 from lint_plugin.engine.flow.scopes import Scope
 from lint_plugin.engine.module_scope import TextModuleScope, TreeModuleScope
-from lint_plugin.engine.scan import _Layout, _StringSpans
+from lint_plugin.engine.scan import Layout, StringSpans
 from lint_plugin.engine.source import Source
 
 SNIPPET = '''\
@@ -70,7 +70,7 @@ def definitions(module, text: str, name: str) -> list[tuple]:
 
 def both(text: str):
     lines = text.split("\n")
-    layout = _Layout(text, lines, _StringSpans(text))
+    layout = Layout(text, lines, StringSpans(text))
     pieces = TextModuleScope(text, lines, layout.top_level_blocks)
     whole = TreeModuleScope(ast.parse(text), Source(text))
     return pieces, whole

@@ -11,12 +11,11 @@ import ast
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.engine.analysis import analyze
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.flake8_plugin import KviChecker
+from lint_plugin.linter import analyze, check_source
 
 MODULE = "sglang.srt.speculative.spec_utils"
 USED, WIDTH = "draft_kv_indices_used_len", "draft_kv_indices_buffer_width"

@@ -11,10 +11,10 @@ import ast
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.gate.oracle import equivalent
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.linter import check_source
 
 SEQ_LENS_SUM = ["seq_lens_sum", "forward_batch.seq_lens_sum", "self.seq_lens_sum"]
 TOPK = ["topk", "self.topk", "eagle_topk", "self.speculative_eagle_topk"]

@@ -8,10 +8,9 @@ import textwrap
 
 import pytest
 
-from lint_plugin.engine.analysis import analyze
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
+from lint_plugin.linter import analyze, check_source
 from lint_plugin.noqa.directives import review
 from lint_plugin.rules import OPT_IN, RULES
 

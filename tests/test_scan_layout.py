@@ -24,9 +24,9 @@ from lint_plugin.engine.allocations import role_attributes
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.scan import (
     _QUOTED,
-    _Layout,
+    Layout,
+    StringSpans,
     _seed_starts,
-    _StringSpans,
     interesting_rows,
 )
 from lint_plugin.engine.source import rows_matching, rows_of
@@ -57,7 +57,7 @@ def reference_spans(text: str) -> list[tuple[int, int]]:
 
 
 def spans(text: str) -> list[tuple[int, int]]:
-    return _StringSpans(text)._find()
+    return StringSpans(text)._find()
 
 
 PIECES = [
@@ -118,11 +118,11 @@ _BLOCK_LINE = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.
 
 
 def blocks(text: str) -> list[tuple[int, int, str, str]]:
-    return _Layout(text, text.split("\n"), _StringSpans(text)).blocks
+    return Layout(text, text.split("\n"), StringSpans(text)).blocks
 
 
 def reference_blocks(text: str) -> list[tuple[int, int, str, str]]:
-    strings = _StringSpans(text)
+    strings = StringSpans(text)
     return [
         (text.count("\n", 0, m.start()), len(m.group(1)), m.group(2), m.group(3))
         for m in _BLOCK_LINE.finditer(text)
@@ -274,7 +274,7 @@ def test_every_file_of_the_latest_release_agrees(latest_package, found, expected
     ids=["class body", "function body"],
 )
 def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> None:
-    from lint_plugin.engine.scan import check_source
+    from lint_plugin.linter import check_source
 
     (finding,) = check_source(source.encode(), "m.py")
     assert (

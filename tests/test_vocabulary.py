@@ -17,7 +17,8 @@ from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import role_attributes
 from lint_plugin.engine.prefilter import could_match
 from lint_plugin.engine.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
-from lint_plugin.engine.scan import check_source, interesting_rows
+from lint_plugin.engine.scan import interesting_rows
+from lint_plugin.linter import check_source
 from lint_plugin.rules import NEEDS
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # as the engine sets it

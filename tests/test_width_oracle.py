@@ -40,9 +40,9 @@ from width_programs import (
 )
 
 from lint_plugin.engine.analysis import walk
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.source import Source
 from lint_plugin.flake8_plugin import KviChecker
+from lint_plugin.linter import check_source
 from lint_plugin.rules import DECISIONS
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 

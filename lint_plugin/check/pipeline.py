@@ -65,10 +65,10 @@ def check_bytes(
     engine runs on a file with findings (default ``syntax.error_of``)."""
     try:
         if notes is not None:
-            from lint_plugin.engine import scan
+            from lint_plugin import linter
 
             found: list[Finding] = []
-            findings = scan.check_source(
+            findings = linter.check_source(
                 data, path, settings, notes=found, **_given(syntax_check)
             )
             codes = selection.codes_for(path)
@@ -126,13 +126,13 @@ def _engine_findings(
         if stored is not None:
             return stored
     # Looked up on the module at call time: the engine is imported only when a file
-    # is actually checked, and tests can substitute ``scan.check_source``.
-    from lint_plugin.engine import scan
+    # is actually checked, and tests can substitute ``linter.check_source``.
+    from lint_plugin import linter
     from lint_plugin.engine.package_tree import recording
 
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
-        findings = scan.check_source(data, path, settings, **_given(syntax_check))
+        findings = linter.check_source(data, path, settings, **_given(syntax_check))
     if key is not None:
         cache.put(key, findings, depends)
     return findings

@@ -53,10 +53,7 @@ from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.engine.source import Source
-from lint_plugin.findings import Finding
 from lint_plugin.records import field, record
-from lint_plugin.rules import DECISIONS, OPT_IN
-from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
@@ -154,56 +151,20 @@ class _Context:
     annotation: bool = False
 
 
-def analyze(
-    tree: ast.AST,
-    source: Source,
-    path: str,
-    rows: Sequence[int] | None = None,
-    settings: Settings = DEFAULT_SETTINGS,
-    helper_names: dict[str, str] | None = None,
-    module: ModuleScope | None = None,
-    notes: list[Finding] | None = None,
-) -> list[Finding]:
-    """All KVI findings in ``tree`` (not filtered by noqa or selection).
-
-    ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
-    finding needs; statements touching none of them are skipped, except in a
-    function with aliases (``k = self.topk``), whose formulas may name none, and
-    in a class that may be a draft backend. ``helper_names``: the names the
-    helpers go by so far in the file, shared by the regions check parses.
-    ``module``: the file's module-level statements, for values that flow from
-    them (``tree`` itself when it is the whole module). ``notes`` receives what
-    the rules could not judge (KVI003's opaque widths), as findings of their code.
-    """
-    module = _module_of(tree, source, module)
-    walker = _Walker(source, path, rows, settings, module)
-    if helper_names is not None:  # shared by the regions of one file, in order
-        walker.facts.helper_names = helper_names
-    walker.visit(tree, _Context(), False)
-    reporter = Reporter(source, path, settings, module, walker.facts.helper_names)
-    report_inline_formulas(walker.facts, reporter)
-    for code, decide in DECISIONS:
-        if code not in OPT_IN or code in settings.opt_in:
-            decide(walker.facts, reporter)
-    if notes is not None:
-        notes += reporter.notes
-    walker.release()
-    reporter.release()
-    return reporter.findings
-
-
 def walk(
     tree: ast.Module, source: Source, path: str, settings: Settings = DEFAULT_SETTINGS
 ) -> tuple[ModuleFacts, Reporter]:
     """The whole tree's facts and a reporter, nothing decided (``--explain``)."""
-    module = _module_of(tree, source, None)
-    walker = _Walker(source, path, None, settings, module)
-    walker.visit(tree, _Context(), False)
+    module = module_of(tree, source, None)
+    walker = Walker(source, path, None, settings, module)
+    walker.walk(tree)
     facts = walker.facts
     return facts, Reporter(source, path, settings, module, facts.helper_names)
 
 
-def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
+def module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
+    """What a width can flow from at module level: ``module`` when the caller
+    has it (check's regions share one), else ``tree`` itself when whole."""
     if module is not None:
         return module
     if isinstance(tree, ast.Module):
@@ -211,7 +172,7 @@ def _module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
     return EmptyModuleScope(source)
 
 
-class _Walker:
+class Walker:
     """Walks one tree and gathers facts for the rules (the inline formulas it
     matches among them); it decides and reports nothing."""
 
@@ -256,6 +217,10 @@ class _Walker:
         self._functions.clear()
 
     # ---- traversal -------------------------------------------------------
+
+    def walk(self, tree: ast.AST) -> None:
+        """Gather the facts of ``tree`` (a module, or a region check parsed)."""
+        self.visit(tree, _Context(), False)
 
     def visit(self, node: ast.AST, ctx: _Context, parent_arith: bool) -> None:
         if (

@@ -14,21 +14,14 @@ import bisect
 import functools
 import itertools
 import re
-import sys
 from collections.abc import Callable
 
-from lint_plugin.engine import syntax, vocabulary
-from lint_plugin.engine.analysis import analyze
-from lint_plugin.engine.facts import helper_aliases, read_whole
-from lint_plugin.engine.facts import helper_names as _helper_names
-from lint_plugin.engine.module_scope import TextModuleScope
+from lint_plugin.engine import vocabulary
+from lint_plugin.engine.facts import read_whole
 from lint_plugin.engine.prefilter import (
     SourceError as SourceError,  # callers catch it here
 )
-from lint_plugin.engine.prefilter import could_match, decode
-from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.engine.source import Source, occurrences, rows_matching, rows_of
-from lint_plugin.findings import Finding
+from lint_plugin.engine.source import occurrences, rows_matching, rows_of
 
 # The words are the rules' own (lint_plugin.engine.vocabulary): every finding needs one
 # of the region seeds in the file; a region is parsed only if it also names the
@@ -62,124 +55,15 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def check_source(
-    data: bytes | str,
-    path: str,
-    settings: Settings = DEFAULT_SETTINGS,
-    *,
-    parsed_by_caller: bool = False,
-    notes: list[Finding] | None = None,
-    syntax_check: syntax.SyntaxCheck = syntax.error_of,
-) -> list[Finding]:
-    """All findings in one file's bytes (or text already decoded, as fix has
-    it); noqa and selection are the caller's. Raises SourceError for bytes
-    Python would not read.
-
-    ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
-    (fix does, before it rewrites and in its gate), so the whole-file syntax
-    check that findings otherwise need is skipped; the regions are still parsed.
-    ``notes`` receives what a rule could not judge (see ``analysis.analyze``).
-    ``syntax_check``: the whole-file check of a file with findings (``check``
-    passes one answered ahead, on another core: ``syntax.AheadCheck``).
-    """
-    if isinstance(data, str):
-        text, data = data, data.encode("utf-8", "surrogatepass")
-    else:
-        text = decode(data)
-    if not could_match(data):
-        return []
-    # Python ends lines at CRLF and at a lone CR: so do the rows here.
-    text = syntax.normalised(text)
-    if sys.getrecursionlimit() < syntax.RECURSION_LIMIT:
-        sys.setrecursionlimit(syntax.RECURSION_LIMIT)
-    lines = text.split("\n")
-    aliases = helper_aliases(text)
-    layout = _Layout(text, lines, _StringSpans(text), aliases)
-    regions = _regions(text, lines, aliases, layout)
-    if regions is not None:
-        findings: list[Finding] = []
-        # The names the helpers go by (trusted import aliases) hold for the
-        # regions after the import, as they do in a walk of the whole file.
-        helper_names = _helper_names()
-        # What a width can flow from outside the regions (module constants and
-        # functions, imports, base classes), parsed only if a value asks.
-        module = TextModuleScope(text, lines, layout.top_level_blocks)
-        try:
-            for start, end, indent in regions:
-                findings += _check_region(
-                    lines,
-                    start,
-                    end,
-                    indent,
-                    path,
-                    settings,
-                    helper_names,
-                    aliases,
-                    module,
-                    notes,
-                )
-        except SyntaxError:
-            findings = None  # misread layout or a real error: the whole file decides
-        if findings is not None and not findings:
-            return findings
-        if findings and parsed_by_caller:
-            return findings
-        if findings:
-            # Something to report: the whole file must parse first, as flake8
-            # (E999) and fix (which rewrites the file) require. Parsing only files
-            # with findings keeps the common case a few regions.
-            error = syntax_check(text, path)
-            return findings if error is None else [error]
-    try:
-        tree = syntax.parse(text, path)
-    except SyntaxError as exc:
-        return [syntax.error_finding(exc, path, text)]
-    if notes is not None:
-        del notes[:]  # the regions' notes, if any: the whole walk gives its own
-    return analyze(
-        tree, Source(text), path, interesting_rows(text, aliases), settings, notes=notes
-    )
-
-
-def _check_region(
-    lines,
-    start: int,
-    end: int,
-    indent: bool,
-    path,
-    settings: Settings,
-    helper_names: dict[str, str],
-    aliases: tuple[str, ...],
-    module: TextModuleScope,
-    notes: list[Finding] | None,
-) -> list[Finding]:
-    snippet = "\n".join(lines[start:end]) + "\n"
-    if indent:
-        # An indented block parses as the body of an `if`, columns untouched.
-        snippet = "if 1:\n" + snippet
-        start -= 1
-    tree = syntax.parse(snippet, path)
-    return analyze(
-        tree,
-        Source(snippet, start),
-        path,
-        interesting_rows(snippet, aliases),
-        settings,
-        helper_names,
-        module,
-        notes,
-    )
-
-
-def _regions(
+def regions(
     text: str,
     lines: list[str],
     aliases: tuple[str, ...] = (),
-    layout: _Layout | None = None,
+    layout: Layout | None = None,
 ) -> list[tuple[int, int, bool]] | None:
     """0-based ``[start, end)`` line ranges to parse, or None for the whole file."""
     if layout is None:
-        layout = _Layout(text, lines, _StringSpans(text), aliases)
+        layout = Layout(text, lines, StringSpans(text), aliases)
     strings = layout.strings
     second_role = _with_aliases(_SECOND_ROLE, aliases)
     spans: list[tuple[int, int]] = []
@@ -237,7 +121,7 @@ _BLOCK_NAME = re.compile(r"[ \t]+(\w+)")
 _BLOCK_PREFIX = re.compile(r"[ \t]*(?:async[ \t]+)?")
 
 
-class _Layout:
+class Layout:
     """Where the blocks of one file start and end, found with C-speed searches:
     the def and class lines once, a block's end by one regex search."""
 
@@ -245,7 +129,7 @@ class _Layout:
         self,
         text: str,
         lines: list[str],
-        strings: _StringSpans,
+        strings: StringSpans,
         aliases: tuple[str, ...] = (),
     ) -> None:
         self.text = text
@@ -407,7 +291,7 @@ def _string_end(text: str, quote: str, position: int) -> int:
         position = end + 1
 
 
-class _StringSpans:
+class StringSpans:
     """Offsets of the triple-quoted strings of a file, found lazily by regex
     searches (none at all to find in a file without a triple quote)."""
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
-from lint_plugin.engine.scan import check_source
 from lint_plugin.engine.settings import (
     DEFAULT_GUARD_MODULE,
     DEFAULT_HELPERS_MODULE,
@@ -39,6 +38,7 @@ from lint_plugin.fix.gate.verify import NotEqual, parse_module, verify
 from lint_plugin.fix.imports.by_text import add_import
 from lint_plugin.fix.names import ModuleNames
 from lint_plugin.fix.spelling import Site, Spelling, Unspellable, plan
+from lint_plugin.linter import check_source
 from lint_plugin.noqa.directives import apply_noqa
 
 

@@ -1,0 +1,180 @@
+"""One file to findings: the regions, the walk, each rule's decision.
+
+The pipeline above the engine and the rules, as ruff's ``linter``: the engine
+finds the regions of a file that can match (:mod:`lint_plugin.engine.scan`),
+parses them and walks each for facts (:mod:`lint_plugin.engine.analysis`); then
+KVI001/KVI002 report the inline formulas and each other rule decides from the
+facts (``rules/``). Every front end comes here: ``check``'s pipeline over files,
+``fix``'s rounds, the flake8 plugin (with its own tree), ``noqa``'s callers.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Sequence
+
+from lint_plugin.engine import scan, syntax
+from lint_plugin.engine.analysis import Walker, module_of
+from lint_plugin.engine.facts import helper_aliases
+from lint_plugin.engine.facts import helper_names as _helper_names
+from lint_plugin.engine.module_scope import ModuleScope, TextModuleScope
+from lint_plugin.engine.prefilter import could_match, decode
+from lint_plugin.engine.reporter import Reporter
+from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
+from lint_plugin.engine.source import Source
+from lint_plugin.findings import Finding
+from lint_plugin.rules import DECISIONS, OPT_IN
+from lint_plugin.rules._inline_formulas import report_inline_formulas
+
+
+def check_source(
+    data: bytes | str,
+    path: str,
+    settings: Settings = DEFAULT_SETTINGS,
+    *,
+    parsed_by_caller: bool = False,
+    notes: list[Finding] | None = None,
+    syntax_check: syntax.SyntaxCheck = syntax.error_of,
+) -> list[Finding]:
+    """All findings in one file's bytes (or text already decoded, as fix has
+    it); noqa and selection are the caller's. Raises SourceError for bytes
+    Python would not read.
+
+    ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
+    (fix does, before it rewrites and in its gate), so the whole-file syntax
+    check that findings otherwise need is skipped; the regions are still parsed.
+    ``notes`` receives what a rule could not judge (see ``analyze``).
+    ``syntax_check``: the whole-file check of a file with findings (``check``
+    passes one answered ahead, on another core: ``syntax.AheadCheck``).
+    """
+    if isinstance(data, str):
+        text, data = data, data.encode("utf-8", "surrogatepass")
+    else:
+        text = decode(data)
+    if not could_match(data):
+        return []
+    # Python ends lines at CRLF and at a lone CR: so do the rows here.
+    text = syntax.normalised(text)
+    if sys.getrecursionlimit() < syntax.RECURSION_LIMIT:
+        sys.setrecursionlimit(syntax.RECURSION_LIMIT)
+    lines = text.split("\n")
+    aliases = helper_aliases(text)
+    layout = scan.Layout(text, lines, scan.StringSpans(text), aliases)
+    regions = scan.regions(text, lines, aliases, layout)
+    if regions is not None:
+        findings: list[Finding] = []
+        # The names the helpers go by (trusted import aliases) hold for the
+        # regions after the import, as they do in a walk of the whole file.
+        helper_names = _helper_names()
+        # What a width can flow from outside the regions (module constants and
+        # functions, imports, base classes), parsed only if a value asks.
+        module = TextModuleScope(text, lines, layout.top_level_blocks)
+        try:
+            for start, end, indent in regions:
+                findings += _check_region(
+                    lines,
+                    start,
+                    end,
+                    indent,
+                    path,
+                    settings,
+                    helper_names,
+                    aliases,
+                    module,
+                    notes,
+                )
+        except SyntaxError:
+            findings = None  # misread layout or a real error: the whole file decides
+        if findings is not None and not findings:
+            return findings
+        if findings and parsed_by_caller:
+            return findings
+        if findings:
+            # Something to report: the whole file must parse first, as flake8
+            # (E999) and fix (which rewrites the file) require. Parsing only files
+            # with findings keeps the common case a few regions.
+            error = syntax_check(text, path)
+            return findings if error is None else [error]
+    try:
+        tree = syntax.parse(text, path)
+    except SyntaxError as exc:
+        return [syntax.error_finding(exc, path, text)]
+    if notes is not None:
+        del notes[:]  # the regions' notes, if any: the whole walk gives its own
+    return analyze(
+        tree,
+        Source(text),
+        path,
+        scan.interesting_rows(text, aliases),
+        settings,
+        notes=notes,
+    )
+
+
+def _check_region(
+    lines,
+    start: int,
+    end: int,
+    indent: bool,
+    path,
+    settings: Settings,
+    helper_names: dict[str, str],
+    aliases: tuple[str, ...],
+    module: TextModuleScope,
+    notes: list[Finding] | None,
+) -> list[Finding]:
+    snippet = "\n".join(lines[start:end]) + "\n"
+    if indent:
+        # An indented block parses as the body of an `if`, columns untouched.
+        snippet = "if 1:\n" + snippet
+        start -= 1
+    tree = syntax.parse(snippet, path)
+    return analyze(
+        tree,
+        Source(snippet, start),
+        path,
+        scan.interesting_rows(snippet, aliases),
+        settings,
+        helper_names,
+        module,
+        notes,
+    )
+
+
+def analyze(
+    tree: ast.AST,
+    source: Source,
+    path: str,
+    rows: Sequence[int] | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
+    helper_names: dict[str, str] | None = None,
+    module: ModuleScope | None = None,
+    notes: list[Finding] | None = None,
+) -> list[Finding]:
+    """All KVI findings in ``tree`` (not filtered by noqa or selection).
+
+    ``rows`` (sorted, in the tree's numbering) are the rows that mention a word a
+    finding needs; statements touching none of them are skipped, except in a
+    function with aliases (``k = self.topk``), whose formulas may name none, and
+    in a class that may be a draft backend. ``helper_names``: the names the
+    helpers go by so far in the file, shared by the regions check parses.
+    ``module``: the file's module-level statements, for values that flow from
+    them (``tree`` itself when it is the whole module). ``notes`` receives what
+    the rules could not judge (KVI003's opaque widths), as findings of their code.
+    """
+    module = module_of(tree, source, module)
+    walker = Walker(source, path, rows, settings, module)
+    if helper_names is not None:  # shared by the regions of one file, in order
+        walker.facts.helper_names = helper_names
+    walker.walk(tree)
+    reporter = Reporter(source, path, settings, module, walker.facts.helper_names)
+    report_inline_formulas(walker.facts, reporter)
+    for code, decide in DECISIONS:
+        if code not in OPT_IN or code in settings.opt_in:
+            decide(walker.facts, reporter)
+    if notes is not None:
+        notes += reporter.notes
+    walker.release()
+    reporter.release()
+    return reporter.findings
