@@ -1,12 +1,43 @@
 """The rule codes, without the rules: what selection needs on every run.
 
 Loading the catalogue itself (:mod:`lint_plugin.rules`) imports every rule and the
-engine they decide with; a run answered from the cache needs only the codes. The
-catalogue checks at import that these lists are its own.
+engine they decide with; a run answered from the cache needs only the codes, and
+they are the rule modules' own names (``rules/kvi003_unsized_draft_buffer.py`` is
+KVI003), read from the folder without importing it. The catalogue checks at
+import that the opt-in list below is its rules' own.
 """
 
 from __future__ import annotations
 
-CODES = ("KVI001", "KVI002", "KVI003", "KVI004", "KVI005", "KVI006", "KVI007", "KVI100")
+import os
+import re
+
+RULE_MODULE = re.compile(r"(kvi\d{3})_\w+")  # a rule's module; its code upper-cased
+
+
+def _rules_folder() -> str:
+    import lint_plugin
+
+    folder = os.path.join(os.path.dirname(lint_plugin.__file__), "rules")
+    if os.path.isdir(folder):
+        return folder
+    # An editable install maps the rules elsewhere (pyproject's package-dir).
+    from importlib.util import find_spec
+
+    spec = find_spec("lint_plugin.rules")
+    return spec.submodule_search_locations[0]
+
+
+def rule_modules() -> list[str]:
+    """The rule modules' names, in code order."""
+    names = [
+        name[:-3]
+        for name in os.listdir(_rules_folder())
+        if name.endswith(".py") and RULE_MODULE.fullmatch(name[:-3])
+    ]
+    return sorted(names)
+
+
+CODES = tuple(RULE_MODULE.fullmatch(name).group(1).upper() for name in rule_modules())
 # Chosen only by their exact code (ruff's preview rules): see each rule's docs.
 OPT_IN = frozenset({"KVI006"})

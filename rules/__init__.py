@@ -51,43 +51,38 @@ class Rule:
         return f"# {self.name} ({self.code})\n\n{safety}\n\n{self.doc.strip()}\n"
 
 
-def _load() -> dict[str, Rule]:
-    from lint_plugin.rules import (
-        kvi001_inline_used_len,
-        kvi002_inline_buffer_width,
-        kvi003_unsized_draft_buffer,
-        kvi004_misplaced_helper_argument,
-        kvi005_shadowed_helper,
-        kvi006_unguarded_launch,
-        kvi007_undefined_helper,
-        kvi100_unused_noqa,
+def _load() -> tuple:
+    """Every rule module of this folder (``kviNNN_name.py``), in code order."""
+    import importlib
+
+    return tuple(
+        importlib.import_module(f"lint_plugin.rules.{name}")
+        for name in codes.rule_modules()
     )
 
-    return (
-        kvi001_inline_used_len,
-        kvi002_inline_buffer_width,
-        kvi003_unsized_draft_buffer,
-        kvi004_misplaced_helper_argument,
-        kvi005_shadowed_helper,
-        kvi006_unguarded_launch,
-        kvi007_undefined_helper,
-        kvi100_unused_noqa,
-    )
+
+def _code_of(module) -> str:
+    """``KVI003`` for ``lint_plugin.rules.kvi003_unsized_draft_buffer``."""
+    return module.__name__.rsplit(".", 1)[1][:6].upper()
 
 
 _MODULES = _load()
+
 RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
-# The rules that decide from the walk's facts (KVI001/KVI002 are matched during
-# the walk itself): each is ``decide(facts, reporter)``.
 OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
-if tuple(sorted(RULES)) != tuple(sorted(codes.CODES)) or OPT_IN != codes.OPT_IN:
-    raise ImportError("lint_plugin.codes does not list the rules of lint_plugin.rules")
+if tuple(RULES) != codes.CODES or any(_code_of(m) != m.RULE.code for m in _MODULES):
+    raise ImportError("a rule module's name does not start with its rule's code")
+if OPT_IN != codes.OPT_IN:
+    raise ImportError("lint_plugin.codes.OPT_IN is not the rules' opt-in list")
 # Each rule declares the words it needs; the pre-filters are built from the
 # mirror the byte test can import without the rules (lint_plugin.engine.vocabulary).
 NEEDS = {m.RULE.code: m.NEEDS for m in _MODULES}
 if NEEDS != vocabulary.DECLARED:
     drifted = sorted(c for c in NEEDS if NEEDS[c] != vocabulary.DECLARED.get(c))
     raise ImportError(
-        f"lint_plugin.engine.vocabulary.DECLARED is not what the rules declare: {drifted}"
+        f"lint_plugin.engine.vocabulary.DECLARED is not what the rules declare: "
+        f"{drifted}"
     )
+# The rules that decide from the walk's facts, each ``decide(facts, reporter)``
+# (KVI001/KVI002 report the formulas the walk matched: ``_inline_formulas``).
 DECISIONS = tuple((m.RULE.code, m.decide) for m in _MODULES if hasattr(m, "decide"))
