@@ -2,11 +2,10 @@
 
 For every torch allocation whose statement spans ROW, in any class, it prints
 each path of the width analysis (:mod:`lint_plugin.engine.flow.widths`): the row width
-it
-derived, the branch conditions of the path and the rows of the definitions it
-followed, and KVI003's verdict for that path (sized, unsized with the values that
-show it, not judged and why), then the allocation's verdict. The whole file is
-parsed and walked (no shortcut): what is explained is what ``check`` decides.
+it derived, the branch conditions of the path and the rows of the definitions it
+followed, and KVI003's verdict for that path (sized, unsized with the values that show
+it, not judged and why), then the allocation's verdict. The whole file is parsed and
+walked (no shortcut): what is explained is what ``check`` decides.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ the way ruff resolves them, so its users meet no surprises:
 
 * Codes are case-sensitive, as ruff's are (``--select f401`` is an error there) and
   as ``# noqa`` directives read them (``lint_plugin.noqa.directives``): one rule for
-  both, so
-  ``kvi001`` is an unknown selector here and suppresses nothing in a directive.
+  both, so ``kvi001`` is an unknown selector here and suppresses nothing in a directive.
 
 * Settings come in layers, defaults, then the configuration file, then the command
   line. A layer that sets ``select`` replaces everything before it (the command line

@@ -254,14 +254,6 @@ def load_config(path: str) -> Config:
     return parse_table(table, path)
 
 
-def discover_config(start: str = ".") -> Config:
-    """The configuration that applies to a run started at ``start``."""
-    path = find_config(start)
-    if path is None:
-        return Config(root=os.path.abspath("."))
-    return load_config(path)
-
-
 class ConfigResolver:
     """The configuration of each file: ``fixed`` for every file when given
     (``--config``/``--no-config``), else the nearest one, found once per folder."""

@@ -1,11 +1,10 @@
 """What the engine's walk learns about a file, for the rules to decide on.
 
 The walk (:mod:`lint_plugin.engine.analysis`) records facts and judges nothing beyond
-the
-two inline formulas: bindings of locals and ``self.`` attributes, torch allocations,
+the two inline formulas: bindings of locals and ``self.`` attributes, torch allocations,
 helper calls and bindings of the helpers' names, launches of the draft index kernel.
-Each rule in ``rules/`` reads these and decides on its own; what a value can be
-worth, on every path, is the width analysis's (:mod:`lint_plugin.engine.flow.widths`).
+Each rule in ``rules/`` reads these and decides on its own; what a value can be worth,
+on every path, is the width analysis's (:mod:`lint_plugin.engine.flow.widths`).
 """
 
 from __future__ import annotations

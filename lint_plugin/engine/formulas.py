@@ -150,22 +150,6 @@ def _well_placed(helper: str, args: Sequence[Arg]) -> bool:
     return not misplaced_arguments(helper, roles)
 
 
-def has_topk_factor(expr: Expr) -> bool:
-    """A width that multiplies by topk somewhere is sized (maybe not by the helper)."""
-    if isinstance(expr, Leaf):
-        return expr.role is Role.TOPK
-    if isinstance(expr, Product):
-        return any(has_topk_factor(f) for f in expr.factors)
-    return False
-
-
-def mentions_role(expr: Expr, role: Role) -> bool:
-    if isinstance(expr, Leaf):
-        return expr.role is role
-    parts = expr.factors if isinstance(expr, Product) else (t.expr for t in expr.terms)
-    return any(mentions_role(p, role) for p in parts)
-
-
 def misplaced_arguments(
     helper: str, roles: Sequence[tuple[str, Role | None]]
 ) -> list[tuple[str, Role]]:

@@ -12,10 +12,9 @@ The proof (:func:`prove_definition`) reads a definition back from the text about
 to be written and evaluates its body symbolically over the statements it may
 hold (a docstring, assignments to locals, refusals that raise, one return):
 the returned value, in canonical polynomial form (:mod:`lint_plugin.fix.gate.poly`),
-must
-be the helper's formula (:mod:`lint_plugin.engine.formulas`) over its own parameters,
-the width's refusal must compare that same value with ``2**31``, and the guard
-must raise exactly when ``used > capacity``. A definition that says anything else
+must be the helper's formula (:mod:`lint_plugin.engine.formulas`) over its own
+parameters, the width's refusal must compare that same value with ``2**31``, and the
+guard must raise exactly when ``used > capacity``. A definition that says anything else
 is a refusal, never a write.
 """
 

@@ -57,11 +57,6 @@ def offsets(edit: Edit, starts: Sequence[int]) -> tuple[int, int]:
     )
 
 
-def original_text(text: str, edit: Edit) -> str:
-    start, end = offsets(edit, line_starts(text))
-    return text[start:end]
-
-
 _STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
@@ -113,11 +108,6 @@ def splice(text: str, edits: Sequence[Edit]) -> str:
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
-
-
-def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with non-overlapping ``edits`` applied."""
-    return apply_edits_with_rows(text, edits)[0]
 
 
 def apply_edits_with_rows(

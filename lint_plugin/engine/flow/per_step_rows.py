@@ -2,12 +2,11 @@
 
 The allocator is followed through aliases and ``functools.partial``
 (:mod:`lint_plugin.engine.flow.known_values`), the shape read in every spelling (a
-tuple, a
-list, ``torch.Size``, starred parts, concatenation, a shape variable, ``size=``,
-varargs), and a buffer is per step when its first dimension is a step count, a
-flat buffer is steps times a row, a flat buffer is viewed per step, or a row is
-made once per step (a comprehension or a loop over the steps). KVI003 judges
-each row's width (:mod:`rules.kvi003_unsized_draft_buffer`).
+tuple, a list, ``torch.Size``, starred parts, concatenation, a shape variable,
+``size=``, varargs), and a buffer is per step when its first dimension is a step count,
+a flat buffer is steps times a row, a flat buffer is viewed per step, or a row is made
+once per step (a comprehension or a loop over the steps). KVI003 judges each row's width
+(:mod:`rules.kvi003_unsized_draft_buffer`).
 """
 
 from __future__ import annotations

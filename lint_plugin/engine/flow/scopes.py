@@ -2,10 +2,9 @@
 
 A :class:`Scope` is a function (or the module) whose names a value is read in:
 it keeps one :class:`~lint_plugin.engine.flow.dataflow.Flow` per name it was asked about
-and
-finds the statement holding a node. A :class:`ClassInfo` knows a class's methods
-and every assignment to ``self.<attr>`` in them (its bases are resolved by the
-analysis, from the file's own classes).
+and finds the statement holding a node. A :class:`ClassInfo` knows a class's methods and
+every assignment to ``self.<attr>`` in them (its bases are resolved by the analysis,
+from the file's own classes).
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ evaluated exactly for any binding of its symbols (:func:`evaluate`, as Python
 would compute it) and bounded soundly (:mod:`lint_plugin.engine.flow.bounds`).
 
 Nothing here reads source code: :mod:`lint_plugin.engine.flow.widths` builds these
-values from
-``ast`` nodes.
+values from ``ast`` nodes.
 """
 
 from __future__ import annotations

@@ -3,17 +3,14 @@
 :meth:`Analysis.values` reads an ``ast`` expression as the alternatives
 (:class:`lint_plugin.engine.flow.alternatives.Alt`) it can take: each a symbolic value
 (:mod:`lint_plugin.engine.flow.symbolic`), the branch conditions of its path and the
-rows
-of the definitions followed. Names are followed through every reaching
-definition (:mod:`lint_plugin.engine.flow.dataflow`), ``self.`` attributes through every
-assignment in the class and its bases of the file, module names through the
-module (:mod:`lint_plugin.engine.module_scope`), calls through
+rows of the definitions followed. Names are followed through every reaching definition
+(:mod:`lint_plugin.engine.flow.dataflow`), ``self.`` attributes through every assignment
+in the class and its bases of the file, module names through the module
+(:mod:`lint_plugin.engine.module_scope`), calls through
 :mod:`lint_plugin.engine.flow.call_values`. A name of a role is its role's symbol where
-it
-is a parameter, an attribute of another object, or a ``self.`` attribute naming
-a topk, a step count or a context size; a local is what it holds (``topk = 1``
-is 1), its name only where that is unknown. What cannot be read is an opaque
-symbol, never a guess.
+it is a parameter, an attribute of another object, or a ``self.`` attribute naming a
+topk, a step count or a context size; a local is what it holds (``topk = 1`` is 1), its
+name only where that is unknown. What cannot be read is an opaque symbol, never a guess.
 
 Allocations are read as per-step rows by :mod:`lint_plugin.engine.flow.per_step_rows`.
 Everything is computed on demand and remembered per node and frame: a value

@@ -358,19 +358,11 @@ def helper_arguments(
     return helper, [values[p] for p in params]
 
 
-def expression_form(text: str, canon: Canonicalizer) -> int:
-    """The canonical id of one expression's text (raises SyntaxError)."""
-    # Parenthesised, a span that crosses lines or holds comments parses alone.
-    tree = ast.parse(f"(\n{text}\n)", mode="eval")
-    return canon.canonical(tree.body)
-
-
 # ---- polynomials as values -------------------------------------------------
 # The width analysis (:mod:`lint_plugin.engine.flow.bounds`) reads the same polynomials
-# as
-# bounds on a value: atoms are its symbols' ids, and a polynomial is known to be
-# non-negative for all positive symbols when shifting each symbol to its least
-# value leaves no negative coefficient.
+# as bounds on a value: atoms are its symbols' ids, and a polynomial is known to be
+# non-negative for all positive symbols when shifting each symbol to its least value
+# leaves no negative coefficient.
 
 TooLarge = _TooLarge  # raised by ``multiply`` past MAX_MONOMIALS
 

@@ -3,13 +3,12 @@ program?
 
 The final text is parsed and compared with the original, comments aside: both
 modules are brought to canonical form (:mod:`lint_plugin.fix.gate.poly`: each helper
-call
-expanded back into its formula, every ``+ - *`` multiplied out over the integers)
-after the helpers' module-level ``from <helpers> import`` names are dropped from
-both, and the forms must be identical. The gate looks at the text that is written,
-not at the edits that were planned, so a splice, comment-move or formatter bug
-becomes a refusal instead of a wrong program. Equal forms are a proof under the
-one assumption the rules make everywhere: the arithmetic is on integers.
+call expanded back into its formula, every ``+ - *`` multiplied out over the integers)
+after the helpers' module-level ``from <helpers> import`` names are dropped from both,
+and the forms must be identical. The gate looks at the text that is written, not at the
+edits that were planned, so a splice, comment-move or formatter bug becomes a refusal
+instead of a wrong program. Equal forms are a proof under the one assumption the rules
+make everywhere: the arithmetic is on integers.
 
 Unsafe fixes change values on purpose: they are compared against the original
 with exactly their stated replacements applied (``reference``), so nothing else

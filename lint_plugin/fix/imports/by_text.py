@@ -96,8 +96,7 @@ def _slice(line: str, start: int, end: int) -> str:
 
 def _bound_names(statements: Sequence[ast.stmt]) -> set[str]:
     """As :func:`lint_plugin.fix.imports.by_libcst._module_level_names`: names of
-    ``from``
-    imports and of defs and classes (a plain ``import`` does not count)."""
+    ``from`` imports and of defs and classes (a plain ``import`` does not count)."""
     bound: set[str] = set()
     for statement in statements:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
