@@ -148,7 +148,7 @@ def _force_excluded(path: str, path_filter: PathFilter) -> bool:
     return False
 
 
-class _Walker:
+class _FolderWalk:
     def __init__(self, filter_for: FilterFor, found: Discovery) -> None:
         self.filter_for = filter_for
         self.found = found
@@ -231,7 +231,7 @@ def discover(
         else path_filter
     )
     found = Discovery()
-    walker = _Walker(filter_for, found)
+    walker = _FolderWalk(filter_for, found)
     for argument in paths or ["."]:
         applying = filter_for(argument)
         forced = applying.force_exclude if force_exclude is None else force_exclude
