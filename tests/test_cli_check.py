@@ -98,12 +98,12 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
 
 
 def test_unexpected_exception_outside_files_is_one_line_exit_2(tree, run, monkeypatch):
-    from lint_plugin import cli
+    from lint_plugin.cli import check
 
     def broken_plan(args):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(cli, "load_plan", broken_plan)
+    monkeypatch.setattr(check, "load_plan", broken_plan)
     result = run("check")
     assert result.status == 2
     expected = "draft-kv-lint: error: internal error: RuntimeError: unexpected\n"

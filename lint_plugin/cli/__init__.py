@@ -1,0 +1,135 @@
+"""``draft-kv-lint``: the command line, one module per subcommand.
+
+Exit status, as ruff documents it for ``ruff check``:
+
+* 0: no findings (or ``--exit-zero``, or ``--add-noqa`` finished);
+* 1: findings after selection and ``# noqa``, or a file that could not be checked
+  (missing path, broken link, unreadable, not UTF-8). Ruff reports such files as
+  E902 diagnostics and exits 1; we do the same, but print them on stderr as
+  ``path: error: reason`` in every format, so JSON/SARIF on stdout stay parseable.
+  A gate that passes when it could not read a file would be no gate;
+  ``--exit-zero`` turns this into 0 as well, like ruff's;
+* 2: a usage error (bad option, unknown rule selector or code on the command line),
+  reported by the subcommand's parser: its usage, then one ``draft-kv-lint check:
+  error: ...`` line; or a configuration or internal error, one ``draft-kv-lint:
+  error: ...`` line (a configuration is no command line to show the usage of);
+  never a traceback. An engine failure on one file is reported for that file, the
+  other files are still checked, and the status is 2.
+
+Text output ends with ruff's summary on stdout: ``All checks passed!`` on a clean
+run, else ``Found N errors.`` (unreadable files included) and ``[*] M fixable with
+`draft-kv-lint fix`.`` (``--quiet``: findings only). ``--add-noqa`` prints ``Added N
+noqa directives.`` on stderr, as ruff does. ``check --fix``/``--diff`` run ``fix``;
+``check -`` reads standard input (``--stdin-filename`` names it). Every usage error
+is reported by the subcommand's own parser, with its usage, whether argparse or a
+later check of the arguments found it.
+
+Every file gets the configuration nearest to it (``config.ConfigResolver``) with
+the command line on top; see ``load_plan``.
+
+Startup time matters (pre-commit runs this on every commit): only argparse is
+imported up front; json, tomllib, the rule catalogue and the engine are imported
+when a run needs them, and libcst/torch never by ``check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from lint_plugin import __version__
+from lint_plugin.cli.check import add_check_parser
+from lint_plugin.cli.clean import add_clean_parser
+from lint_plugin.cli.common import PROG, RunError, UsageError, print_error
+from lint_plugin.cli.fix import add_fix_parser
+from lint_plugin.cli.rule import add_rule_parser
+from lint_plugin.prove import add_prove_parser
+
+# `from lint_plugin.cli import UsageError` (prove's), as before the split.
+__all__ = ["RunError", "UsageError", "build_parser", "main"]
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized without ``shutil``: argparse builds one for every
+    ``add_argument`` and ``shutil`` (with bz2, lzma, locale) would be imported on
+    every run for it."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        if kwargs.get("width") is None:
+            try:
+                columns = int(os.environ.get("COLUMNS", ""))
+            except ValueError:
+                try:
+                    columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                except (AttributeError, ValueError, OSError):
+                    columns = 80
+            kwargs["width"] = max(columns - 2, 20)
+        super().__init__(prog, **kwargs)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Subcommand parsers are of the same class, so they share the formatter."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Keep SGLang's EAGLE draft-decode kv_indices buffers sized.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog=PROG)
+    add_check_parser(subparsers)
+    add_fix_parser(subparsers)
+    add_rule_parser(subparsers)
+    add_prove_parser(subparsers)
+    add_clean_parser(subparsers)
+    _SUBPARSERS.clear()
+    _SUBPARSERS.update(subparsers.choices)
+    return parser
+
+
+# The subcommands' parsers, by name, for usage errors (set by build_parser).
+_SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # Reported by the subcommand's own parser, so its usage is printed.
+            subparser = _SUBPARSERS.get(getattr(args, "command", None), parser)
+            subparser.error(f"unrecognized arguments: {' '.join(extras)}")
+    except SystemExit as exit_:  # argparse already printed the usage and the error
+        return exit_.code if isinstance(exit_.code, int) else 2
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        # The subcommand's parser prints its usage and `PROG COMMAND: error: ...`.
+        try:
+            _SUBPARSERS.get(args.command, parser).error(str(error))
+        except SystemExit as exit_:
+            return exit_.code if isinstance(exit_.code, int) else 2
+        return 2  # pragma: no cover - error() always exits
+    except RunError as error:
+        print_error(str(error))
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): nothing more to say, and Python must not
+        # complain again while flushing stdout at exit.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 2
+    except Exception as error:  # the last line of defence: no traceback for users
+        print_error(f"internal error: {type(error).__name__}: {error}")
+        return 2

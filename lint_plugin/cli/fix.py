@@ -1,0 +1,121 @@
+"""``draft-kv-lint fix`` (and ``check --fix``): its options and the run, files or
+standard input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lint_plugin.cli.common import (
+    Plan,
+    add_common_arguments,
+    configured_guard_module,
+    load_plan,
+    run_settings,
+)
+
+TYPE_CHECKING = False  # typing itself costs milliseconds at every start
+
+if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
+    pass
+
+
+def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
+    """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
+    with it), the original when nothing could be fixed; ``--diff``: the diff."""
+    from lint_plugin.engine.prefilter import SourceError, decoded
+    from lint_plugin.findings import FileError
+    from lint_plugin.fix.diff import unified_diff
+    from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
+
+    name = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    selection = plan.selection
+    settings = run_settings(args, plan)
+    options = Options(
+        unsafe_fixes=args.unsafe_fixes,
+        helpers_module=settings.helpers_module,
+        guard_module=configured_guard_module(args, plan),
+        opt_in=settings.opt_in,
+        selected=lambda f: selection.is_reported(f.code, name),
+    )
+    try:
+        text, encoding, bom = decoded(data)
+        after = rewrite_text(text, name, options).text
+    except (SourceError, SyntaxError, RewriteRefused) as error:
+        print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
+        if not args.diff:
+            sys.stdout.buffer.write(data)
+        return 1
+    if args.diff:
+        sys.stdout.writelines(
+            unified_diff(
+                text.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"a/{name}",
+                tofile=f"b/{name}",
+            )
+        )
+        return 1 if after != text else 0
+    # In the buffer's own encoding (its coding cookie, its BOM).
+    sys.stdout.buffer.write((b"\xef\xbb\xbf" if bom else b"") + after.encode(encoding))
+    return 0
+
+
+def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "fix",
+        help="rewrite inline formulas into helper calls (a codemod)",
+        description=(
+            "Rewrite KVI001/KVI002 sites into draft_kv_indices_used_len / "
+            "draft_kv_indices_buffer_width calls and import them; with "
+            "--unsafe-fixes also size KVI003 buffers. Exit 0 when done, 1 when "
+            "--diff/--check found something to change or a file could not be fixed."
+        ),
+    )
+    add_common_arguments(parser)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--diff", action="store_true", help="print a unified diff, write nothing"
+    )
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing, print nothing on stdout, exit 1 if anything would change",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply fixes that change allocations (KVI003)",
+    )
+    parser.set_defaults(handler=run_fix_command)
+
+
+def run_fix_command(args: argparse.Namespace) -> int:
+    # Imported here: libcst is the codemod's business, never check's.
+    from lint_plugin.fix.command import run_fix
+    from lint_plugin.fix.rewrite import Options
+
+    plan = load_plan(args)
+    for error in plan.errors:
+        print(error, file=sys.stderr)
+    selection = plan.selection
+    settings = run_settings(args, plan)
+    options = Options(
+        unsafe_fixes=args.unsafe_fixes,
+        helpers_module=settings.helpers_module,
+        guard_module=configured_guard_module(args, plan),
+        opt_in=settings.opt_in,
+        selected=lambda f: selection.is_reported(f.code, f.path),
+    )
+    status = run_fix(
+        plan.files,
+        options,
+        diff=args.diff,
+        check=args.check,
+        roots=args.paths or ["."],
+    )
+    if plan.unusable:
+        return 2  # a configuration could not be used: its files were not fixed
+    return max(status, 1 if plan.errors else 0)
