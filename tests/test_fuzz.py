@@ -11,8 +11,8 @@ import ast
 import contextlib
 import re
 
-import hypothesmith
 import pytest
+import python_source
 from hypothesis import HealthCheck, given, settings
 
 from lint_plugin import linter
@@ -42,7 +42,7 @@ def everything_interesting():
 
 
 @FUZZ
-@given(hypothesmith.from_grammar())
+@given(python_source.from_grammar())
 def test_check_never_crashes(source: str) -> None:
     with everything_interesting():
         findings = linter.check_source(source.encode(), "fuzz.py")
@@ -50,7 +50,7 @@ def test_check_never_crashes(source: str) -> None:
 
 
 @FUZZ
-@given(hypothesmith.from_node())
+@given(python_source.from_node())
 def test_full_walk_never_crashes(source: str) -> None:
     tree = ast.parse(source)
     assert isinstance(analyze(tree, Source(source), "fuzz.py"), list)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import hypothesmith
 import pytest
+import python_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -221,7 +221,7 @@ def full_header_cut(text: str) -> int:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-@given(hypothesmith.from_grammar())
+@given(python_source.from_grammar())
 def test_the_header_found_from_a_prefix_is_the_whole_parses(text: str) -> None:
     """_header parses only the text above the first top-level def or class."""
     assert rewrite._header(text)[0] == full_header_cut(text)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import hypothesmith
 import pytest
+import python_source
 from hypothesis import HealthCheck, given, settings
 
 from lint_plugin.fix.edits import iter_statements
@@ -79,7 +79,7 @@ def test_every_kind_of_statement_list() -> None:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-@given(hypothesmith.from_grammar())
+@given(python_source.from_grammar())
 def test_generated_programs(source: str) -> None:
     assert same_statements(ast.parse(source))
 

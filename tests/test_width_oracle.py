@@ -16,7 +16,8 @@ below ``max_bs * topk * context``. Then:
 * ``check``'s regions, the whole walk and the flake8 plugin agree.
 
 Not judged is allowed for the rest, and counted. With ``-s`` the counts are
-printed. CI runs 2,000 programs; the long run::
+printed. CI runs 2,000 programs, in two shards of 1,000 that pytest-xdist's
+workers share (each its own random programs); the long run::
 
     DRAFT_KV_LINT_ORACLE=50000 python -m pytest tests/test_width_oracle.py -s
 """
@@ -29,6 +30,7 @@ import os
 import sys
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from width_programs import (
     GRID,
@@ -48,6 +50,8 @@ from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_ORACLE", "2000"))
+SHARDS = 2
+SHARE = -(-EXAMPLES // SHARDS)  # each shard's programs, rounded up
 COUNTS: Counter[str] = Counter()
 KEYS = {
     "role:topk": "topk",
@@ -78,11 +82,12 @@ def _unsized_at(cls, program, witness: dict) -> bool:
     return False
 
 
-def test_widths_agree_with_execution() -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_widths_agree_with_execution(shard: int) -> None:
     COUNTS.clear()
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=SHARE,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -144,7 +149,8 @@ def test_widths_agree_with_execution() -> None:
         total = COUNTS["programs"] or 1
         judged = COUNTS[kvi003.SIZED] + COUNTS[kvi003.UNSIZED]
         print(
-            f"\nwidth oracle: {COUNTS['programs']} programs "
+            f"\nwidth oracle (shard {shard + 1}/{SHARDS}): "
+            f"{COUNTS['programs']} programs "
             f"({COUNTS['truly unsized']} unsized when run, "
             f"{COUNTS['truly sized']} sized); analysis: "
             f"{COUNTS[kvi003.UNSIZED]} unsized, {COUNTS[kvi003.SIZED]} sized, "
@@ -156,5 +162,5 @@ def test_widths_agree_with_execution() -> None:
         )
         spellings = {k[9:]: v for k, v in COUNTS.items() if k.startswith("spelling ")}
         print(f"spellings: {dict(sorted(spellings.items()))}")
-    assert COUNTS["programs"] >= min(EXAMPLES, 2000) * 0.9
+    assert COUNTS["programs"] >= min(SHARE, 2000 // SHARDS) * 0.9
     assert COUNTS[kvi003.UNSIZED] > 0 and COUNTS[kvi003.SIZED] > 0

@@ -184,6 +184,19 @@ def needed(b: Binding) -> int:
 # ---- the generator -------------------------------------------------------------
 
 
+# Every strategy below is built once and drawn from many times: a strategy made
+# anew at each draw is validated anew, which was half of the oracle's time. The
+# draws, and so the programs, are the same either way.
+@functools.cache
+def _ints(low: int, high: int) -> st.SearchStrategy[int]:
+    return st.integers(low, high)
+
+
+@functools.cache
+def _pick(options: tuple) -> st.SearchStrategy:
+    return st.sampled_from(options)
+
+
 @functools.lru_cache(maxsize=1)
 def _leaves():
     return {
@@ -195,28 +208,33 @@ def _leaves():
     }
 
 
-@st.composite
-def _leaf(draw, kind: str, context: str):
+@functools.cache
+def _leaf(kind: str, context: str) -> st.SearchStrategy[str]:
     if kind == "context":
-        return draw(st.sampled_from([context, "ctx"]))
-    return draw(st.sampled_from(_leaves()[kind]))
+        return _pick((context, "ctx"))
+    return _pick(tuple(_leaves()[kind]))
+
+
+@functools.cache
+def width_expr(context: str, depth: int = 0) -> st.SearchStrategy[tuple[str, bool]]:
+    return _width_expr(context, depth)
 
 
 @st.composite
-def width_expr(draw, context: str, depth: int = 0):
+def _width_expr(draw, context: str, depth: int):
     """An expression of a width, and whether it holds a free or opaque part."""
     leaf = functools.partial(_leaf, context=context)
     # Every width holds a context size: a per-step buffer without one is no
     # kv_indices row (a kv_indptr), which the rule leaves alone by design.
-    kinds = [k for k, p in (("count", 9), ("topk", 7)) if draw(st.integers(0, 9)) < p]
-    kinds.insert(draw(st.integers(0, len(kinds))), "context")
-    if draw(st.integers(0, 5)) == 0:
-        kinds.append(draw(st.sampled_from(["count", "topk", "context"])))
-    form = draw(st.integers(0, 15 if depth < 2 else 2))
+    kinds = [k for k, p in (("count", 9), ("topk", 7)) if draw(_ints(0, 9)) < p]
+    kinds.insert(draw(_ints(0, len(kinds))), "context")
+    if draw(_ints(0, 5)) == 0:
+        kinds.append(draw(_pick(("count", "topk", "context"))))
+    form = draw(_ints(0, 15 if depth < 2 else 2))
     factors = [draw(leaf(kind)) for kind in kinds]
     skip = False
-    if draw(st.integers(0, 9)) == 0:
-        extra = draw(st.sampled_from(["free", "opaque"]))
+    if draw(_ints(0, 9)) == 0:
+        extra = draw(_pick(("free", "opaque")))
         factors.append(draw(leaf(extra)))
         skip = True
     base = " * ".join(factors)
@@ -231,7 +249,7 @@ def width_expr(draw, context: str, depth: int = 0):
     if form == 4:
         return f"{base} + {const}", skip
     if form == 5:
-        return f"({inner}) - {draw(st.sampled_from(['1', 'max_bs', 'k']))}", skip
+        return f"({inner}) - {draw(_pick(('1', 'max_bs', 'k')))}", skip
     if form == 6:
         return f"max({base}, {inner})", skip
     if form == 7:
@@ -263,8 +281,13 @@ CONDITIONS = [
 ]
 
 
+@functools.cache
+def method_body(context: str) -> st.SearchStrategy[tuple[list[str], bool]]:
+    return _method_body(context)
+
+
 @st.composite
-def method_body(draw, context: str):
+def _method_body(draw, context: str):
     """Statements computing ``width``: returns (lines, may_skip)."""
     expr = functools.partial(width_expr, context)
     skip = False
@@ -282,13 +305,13 @@ def method_body(draw, context: str):
         f"ctx = {context}",
     ]
     lines.append(f"width = {e()}")
-    for _ in range(draw(st.integers(0, 3))):
-        shape = draw(st.integers(0, 12))
-        cond = draw(st.sampled_from(CONDITIONS))
+    for _ in range(draw(_ints(0, 3))):
+        shape = draw(_ints(0, 12))
+        cond = draw(_pick(tuple(CONDITIONS)))
         if shape == 0:
             lines += [f"if {cond}:", f"    width = {e()}"]
         elif shape == 1:
-            other = draw(st.sampled_from(CONDITIONS))
+            other = draw(_pick(tuple(CONDITIONS)))
             lines += [
                 f"if {cond}:",
                 f"    width = {e()}",
@@ -316,9 +339,7 @@ def method_body(draw, context: str):
         elif shape == 5:
             lines += [f"if {cond}:", "    return"]
         elif shape == 6:
-            op = draw(
-                st.sampled_from(["*= self.topk", "+= PAD", "-= 1", "//= 2", "*= k"])
-            )
+            op = draw(_pick(("*= self.topk", "+= PAD", "-= 1", "//= 2", "*= k")))
             lines.append(f"width {op}")
         elif shape == 7:
             lines.append(f"n, width = max_bs, {e()}")
@@ -371,7 +392,7 @@ def allocation(spelling: str) -> tuple[list[str], str]:
         "append": [
             "rows = []",
             f"for _ in range({steps}):",
-            "    rows.append(torch.empty((width,)))",
+            "    rows.append(torch.empty((width)))",
             f"{target} = rows",
         ],
         "stack": [
@@ -384,16 +405,16 @@ def allocation(spelling: str) -> tuple[list[str], str]:
 
 @st.composite
 def programs(draw) -> Program:
-    window = draw(st.integers(0, 4)) == 0
+    window = draw(_ints(0, 4)) == 0
     context = "self.sliding_window_size" if window else "self.max_context_len"
     body, skip = draw(method_body(context))
-    spelling = draw(st.sampled_from(SPELLINGS))
+    spelling = draw(_pick(tuple(SPELLINGS)))
     alloc, how = allocation(spelling)
     base_row, base_skip = draw(width_expr(context, 1))
     rows_expr, rows_skip = draw(
-        st.sampled_from([("x", False), ("x + PAD", False), ("max(x, PAD)", False)])
+        _pick((("x", False), ("x + PAD", False), ("max(x, PAD)", False)))
     )
-    pad = draw(st.sampled_from(["16", "64", "3"]))
+    pad = draw(_pick(("16", "64", "3")))
     skip = skip or base_skip or rows_skip
     method = "".join(f"        {line}\n" for line in [*body, *alloc])
     source = f"""\
