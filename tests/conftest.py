@@ -6,7 +6,7 @@ import os
 # must be chosen before triton is first imported (lint_plugin/proof/triton_source.py
 # says why); the compiled CUDA twins run in a child process without it.
 os.environ.setdefault("TRITON_INTERPRET", "1")
-# No test reads or writes a findings cache unless it asks for one (tests/test_cache.py):
+# No test reads or writes a findings cache unless it asks for one (tests/check/test_cache.py):
 # runs in the corpus or this checkout must not leave cache folders behind, and a
 # test's stand-in engine must never answer for the real one.
 os.environ["DRAFT_KV_LINT_NO_CACHE"] = "1"

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
 def show_settings(args: argparse.Namespace, plan: Plan, path: str) -> int:
     """``--show-settings FILE``: what applies to FILE, one ``key = value`` a line:
     every key of the table (selection resolved into codes) and the cache folder.
-    ``tests/test_config_per_file.py`` holds every configuration key to a line."""
+    ``tests/config/test_config_per_file.py`` holds every configuration key to a line."""
     config = plan.resolver.for_path(path)
     path_filter = plan.filter_for(path)
     selection = plan.selection.for_path(path)

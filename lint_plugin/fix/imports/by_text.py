@@ -6,7 +6,7 @@ Importing libcst is a fifth of a ``fix`` run on the four backends, and a header 
 usually plain: one statement per line, comments and blank lines between them. For
 anything else (two statements on a line, a parenthesised import to merge into, a
 form feed, a header without statements) :func:`add_import` returns None and the
-caller asks libcst. ``tests/test_import_text.py`` holds the two to the same output.
+caller asks libcst. ``tests/fix/test_import_text.py`` holds the two to the same output.
 """
 
 from __future__ import annotations

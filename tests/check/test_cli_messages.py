@@ -24,7 +24,7 @@ from cli_helpers import USED_LEN_SITE
 
 pytest_plugins = ("cli_helpers",)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Its CUDA-graph buffer is sized by a token count: one KVI003 (unsafe fix) at 170:42.
 TRITON = (ROOT / "fixtures" / "triton_backend.py").read_text()
 USED_LEN = USED_LEN_SITE

@@ -33,7 +33,7 @@ from project_snapshot import git as _git
 # One worker runs them all under pytest-xdist: the hook environment (the session's
 # PRE_COMMIT_HOME) is then built once, not once per worker.
 pytestmark = pytest.mark.xdist_group("pre-commit")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 BACKEND = "flashinfer_backend.py"  # KVI001 x2, KVI002, KVI003
 CHECK_HOOK = "draft-kv-lint"

@@ -123,7 +123,7 @@ def test_prove_without_the_extra_says_what_to_install(tmp_path):
     )
     assert done.returncode == 2
     # The command adds the extra to this very install (an editable checkout here;
-    # tests/test_readme.py runs it for an install from git, tests/test_install_origin
+    # tests/project/test_readme.py runs it for an install from git, tests/test_install_origin
     # covers each origin).
     from lint_plugin.install_origin import install_command
     from lint_plugin.prove import NEEDS

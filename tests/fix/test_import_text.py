@@ -173,7 +173,7 @@ def test_comments_among_the_existing_names_are_kept() -> None:
 def test_four_backends_and_fixtures_are_done_by_text(old_attention) -> None:
     """fix on the four backends never imports libcst for their imports."""
     paths = [old_attention / name for name in rewrite_targets()]
-    paths += sorted((Path(__file__).parent.parent / "fixtures").glob("*.py"))
+    paths += sorted((Path(__file__).parents[2] / "fixtures").glob("*.py"))
     for path in paths:
         text = path.read_text()
         by_text, by_libcst = both_ways(text, HELPERS, DEFAULT_HELPERS_MODULE)

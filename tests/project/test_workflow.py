@@ -18,7 +18,7 @@ import pytest
 import yaml
 from gha_expressions import evaluate, run_job, step_runs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "docs" / "github-workflow.yml"
 REPOSITORY = "sgl-project/sglang"
 

@@ -52,7 +52,8 @@ from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import IDENTICAL, WIDENED, ClassProof, prove_class
 
 pytestmark = pytest.mark.corpus
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where the helpers are
+FOLDER = Path(__file__).resolve().parent  # this module, for a child to import
 BACKENDS = {
     "flashinfer_backend.py": "FlashInferMultiStepDraftBackend",
     "flashinfer_mla_backend.py": "FlashInferMLAMultiStepDraftBackend",
@@ -279,6 +280,7 @@ def cuda_proof(versions: list[str]) -> list[str]:
 CUDA_CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
+sys.path.insert(0, {folder!r})
 from test_releases import cuda_proof
 print("\\n".join(cuda_proof({versions!r})))
 """
@@ -291,7 +293,7 @@ def test_release_proof_cuda():
     for version in versions:  # download in this process, where failures show
         attention_dir(version)
     env = {**os.environ, "TRITON_INTERPRET": "0"}
-    code = CUDA_CHILD.format(tests=str(HERE), versions=versions)
+    code = CUDA_CHILD.format(tests=str(HERE), folder=str(FOLDER), versions=versions)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env
     )

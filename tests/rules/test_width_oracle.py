@@ -19,7 +19,7 @@ Not judged is allowed for the rest, and counted. With ``-s`` the counts are
 printed. CI runs 2,000 programs, in two shards of 1,000 that pytest-xdist's
 workers share (each its own random programs); the long run::
 
-    DRAFT_KV_LINT_ORACLE=50000 python -m pytest tests/test_width_oracle.py -s
+    DRAFT_KV_LINT_ORACLE=50000 python -m pytest tests/rules/test_width_oracle.py -s
 """
 
 from __future__ import annotations

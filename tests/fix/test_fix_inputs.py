@@ -290,7 +290,7 @@ def test_the_readme_libcst_line_imports_nothing_from_the_working_folder(tmp_path
     body = "    return (\n        seq_lens_sum * self.topk\n        + bs * (i + 1)\n    )\n"
     target = tmp_path / "backend.py"
     target.write_text(SITE.splitlines(keepends=True)[0] + body)
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     (line,) = (
         line for line in readme.splitlines() if line.startswith("python -P -m libcst")
     )

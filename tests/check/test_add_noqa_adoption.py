@@ -18,7 +18,7 @@ import pytest
 
 from lint_plugin.cli import main
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 BACKENDS = sorted(path.name for path in FIXTURES.glob("*.py"))
 NOQA = re.compile(r"\s+# noqa: (?P<codes>[A-Z0-9, ]+)$")
 

@@ -14,7 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where the helpers are
 RACER = """
 import sys
 sys.path.insert(0, {tests!r})

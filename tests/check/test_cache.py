@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from formula_variants import buffer_width, near_miss, used_len
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from import_probe import imported_by
-from test_properties import buffer_width, near_miss, used_len
 
 import lint_plugin
 from lint_plugin import linter

@@ -91,7 +91,7 @@ def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
     for name in BACKENDS:
         assert unresolved_imports(python, attention / name) == [], name
         # The rewrites are those of one file alone (0.5.13's call sites,
-        # tests/test_corpus_fix.py): the tree only adds the definitions.
+        # tests/corpus/test_corpus_fix.py): the tree only adds the definitions.
         alone = rewrite_text(originals[name], name, Options(unsafe_fixes=True)).text
         assert (attention / name).read_text() == alone, name
     assert main(["check", "--no-config", "python/sglang/srt"]) == 0

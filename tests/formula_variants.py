@@ -1,20 +1,12 @@
-"""Property tests: generated spellings of both formulas are found, rewritten and
-proven equal; generated near misses are never touched (hypothesis; the CI profile
-runs 2,000 examples per property). A formula with a call among its operands
-(``len(reqs)``) is rewritten only where the call can keep its place in the order
-of evaluation, else it is reported with no fix."""
+"""Generated spellings of the two inline formulas, and near misses of them.
+
+Shared by the property tests (``tests/rules/test_properties.py``) and the cache's
+round trip (``tests/check/test_cache.py``).
+"""
 
 from __future__ import annotations
 
-import ast
-
-from hypothesis import given
 from hypothesis import strategies as st
-
-from lint_plugin.engine.settings import Settings
-from lint_plugin.fix.gate.oracle import equivalent
-from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
 
 SEQ_LENS_SUM = ["seq_lens_sum", "forward_batch.seq_lens_sum", "self.seq_lens_sum"]
 TOPK = ["topk", "self.topk", "eagle_topk", "self.speculative_eagle_topk"]
@@ -22,8 +14,6 @@ MAX_CONTEXT_LEN = ["max_context_len", "self.max_context_len", "self.model.contex
 COUNT = ["bs", "num_seqs", "max_bs", "forward_batch.batch_size", "len(reqs)"]
 STEPS = ["(i + 1)", "(step + 1)", "num_steps", "self.speculative_num_steps"]
 EXTRA = ["16", "pad", "self.page_size"]
-OPTIONS = Options(helpers_module="helpers", wrap=False)
-SETTINGS = Settings(helpers_module="helpers")  # the rewritten file imports from it
 
 
 @st.composite
@@ -64,38 +54,6 @@ def buffer_width(draw) -> str:
     return draw(grouped(factors, "*"))
 
 
-def statement(expr: str) -> str:
-    return f"n = (\n{expr}\n)\n"
-
-
-def value_text(source: str) -> str:
-    assign = ast.parse(source).body[-1]
-    return ast.unparse(assign.value)
-
-
-def assert_found_rewritten_and_equal(expr: str, code: str) -> None:
-    source = statement(expr)
-    (finding,) = check_source(source.encode(), "g.py")
-    assert finding.code == code
-    result = rewrite_text(source, "g.py", OPTIONS)
-    if finding.fix is None:
-        assert "len(reqs)" in expr and not result.changed
-        return
-    assert result.changed and len(result.applied) == 1
-    assert check_source(result.text.encode(), "g.py", SETTINGS) == []
-    assert equivalent(value_text(source), value_text(result.text)) is None
-
-
-@given(used_len())
-def test_used_len_variants_are_found_rewritten_and_equal(expr: str) -> None:
-    assert_found_rewritten_and_equal(expr, "KVI001")
-
-
-@given(buffer_width())
-def test_buffer_width_variants_are_found_rewritten_and_equal(expr: str) -> None:
-    assert_found_rewritten_and_equal(expr, "KVI002")
-
-
 @st.composite
 def near_miss(draw) -> str:
     sls, topk = draw(st.sampled_from(SEQ_LENS_SUM)), draw(st.sampled_from(TOPK))
@@ -116,10 +74,3 @@ def near_miss(draw) -> str:
             ]
         )
     )
-
-
-@given(near_miss())
-def test_near_misses_are_never_rewritten(expr: str) -> None:
-    source = statement(expr)
-    assert check_source(source.encode(), "g.py") == []
-    assert rewrite_text(source, "g.py", OPTIONS).text == source

@@ -36,7 +36,8 @@ from lint_plugin.proof.triton_source import find_kernel, jit_kernel, kernel_from
 from lint_plugin.runtime import draft_kv_indices_used_len
 
 pytestmark = pytest.mark.corpus
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where the helpers are
+FOLDER = Path(__file__).resolve().parent  # this module, for a child to import
 CPU_LAUNCHES = 48  # the interpreter takes ~0.1 s per launch of this size
 
 
@@ -294,6 +295,7 @@ def test_guard_counts_an_overrun_and_spares_the_next_row():
 CHILD = """
 import sys
 sys.path.insert(0, {tests!r})
+sys.path.insert(0, {folder!r})
 from test_real_kernel import differential
 print(*differential("cuda", {count}))
 """
@@ -303,7 +305,7 @@ print(*differential("cuda", {count}))
 def test_reference_equals_upstream_kernel_cuda():
     """The compiled twin: triton must be imported without the interpreter."""
     env = {**os.environ, "TRITON_INTERPRET": "0"}
-    code = CHILD.format(tests=str(HERE), count=4 * CPU_LAUNCHES)
+    code = CHILD.format(tests=str(HERE), folder=str(FOLDER), count=4 * CPU_LAUNCHES)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env
     )

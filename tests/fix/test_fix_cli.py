@@ -14,7 +14,7 @@ import pytest
 from lint_plugin.cli import main
 from lint_plugin.engine import formulas
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.py"))
 SITE = (

@@ -11,7 +11,7 @@ import pytest
 
 from lint_plugin.rules import RULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 SAFETY = {"safe": "safe", "unsafe": "unsafe", None: "none"}
 

@@ -20,7 +20,7 @@ reason, names and positions left out), unequal.
 CI runs 2,000 modules, in four shards of 500 that pytest-xdist's workers share
 (each shard its own seeds). The long run (``-p no:xdist`` shows the counts)::
 
-    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/test_fix_generated.py -s \
+    DRAFT_KV_LINT_GENERATED=50000 python -m pytest tests/fix/test_fix_generated.py -s \
         -p no:xdist
 """
 
@@ -61,7 +61,7 @@ WRAPPED_SHARE = 5
 # A second run on every third written file (the long run's modules are many).
 AGAIN_SHARE = 3
 BATCH = 250  # pairs per child process
-CHILD = Path(__file__).with_name("oracle_child.py")
+CHILD = Path(__file__).parents[1] / "oracle_child.py"
 SETTINGS = Settings(helpers_module=HELPERS_MODULE)
 
 

@@ -632,7 +632,7 @@ def test_entry_point_and_lazy_imports(tmp_path):
 def test_this_repository_checks_clean_with_its_own_config(run, monkeypatch):
     """Real engine: our own code is clean; fixtures/ and tests/ are excluded by the
     [tool.draft-kv-lint] table of this repository's pyproject.toml."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     monkeypatch.chdir(root)
     result = run("check")
     assert (result.status, result.out, result.err) == (0, "All checks passed!\n", "")

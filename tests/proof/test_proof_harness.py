@@ -373,7 +373,7 @@ def test_cuda_graph_overrun_reproduced_and_fixed(old_attention, device):
 
 # --- the bundled fixtures ----------------------------------------------------
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.mark.parametrize(
