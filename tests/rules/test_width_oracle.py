@@ -47,6 +47,7 @@ from lint_plugin.flake8_plugin import KviChecker
 from lint_plugin.linter import check_source
 from lint_plugin.rules import DECISIONS
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
+from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_ORACLE", "2000"))
@@ -106,11 +107,12 @@ def test_widths_agree_with_execution(shard: int) -> None:
         unsized = any(w < needed(b) for b, w in reached)
         COUNTS["truly unsized" if unsized else "truly sized"] += 1
 
-        walker = walk(ast.parse(text), Source(text), "gen.py")
-        found = kvi003.judgements(walker.facts, walker)
+        facts, reporter = walk(ast.parse(text), Source(text), "gen.py")
+        found = kvi003.judgements(facts, reporter)
+        report_inline_formulas(facts, reporter)
         for _, decide in DECISIONS:
-            decide(walker.facts, walker)
-        whole = walker.findings
+            decide(facts, reporter)
+        whole = reporter.findings
         if COUNTS["programs"] % 2 == 0:  # check's regions, on half of them
             assert _key(check_source(text.encode(), "gen.py")) == _key(whole), text
         if COUNTS["programs"] % 5 == 0:  # flake8's own path, on a fifth of them
