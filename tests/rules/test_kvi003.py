@@ -1,0 +1,89 @@
+"""KVI003: which allocations are draft kv_indices rows, and the forms an unsized
+one takes."""
+
+from __future__ import annotations
+
+import pytest
+from rule_snippets import codes, full_walk_codes
+
+
+def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:
+    source = (
+        "import torch\n\nclass FooAttnBackend:\n"
+        "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (max_bs * self.max_context_len,), dtype=torch.int32\n"
+        "        )\n"
+    )
+    assert codes(source) == []
+
+
+def test_a_backend_known_by_its_attributes_is_read_whole() -> None:
+    """No `...MultiStepDraftBackend` name and no context length in the class: a
+    row sized by the helper (under an alias) with 1 for topk is still unsized."""
+    source = (
+        "import torch\n"
+        "from sglang.srt.speculative.spec_utils import (\n"
+        "    draft_kv_indices_buffer_width as row_width,\n)\n\n\n"
+        "class FooAttnBackend:\n"
+        "    def __init__(self, topk, steps, ctx):\n"
+        "        self.topk, self.speculative_num_steps, self.ctx = topk, steps, ctx\n\n"
+        "    def init_cuda_graph_state(self, max_bs):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, row_width(max_bs, 1, self.ctx))\n"
+        "        )\n"
+    )
+    assert codes(source) == ["KVI003"]
+    assert full_walk_codes(source) == ["KVI003"]
+    # A class that only names a topk in passing keeps no draft rows.
+    passing = source.replace("self.topk, ", "self.k, ")
+    assert codes(passing) == full_walk_codes(passing) == []
+
+
+KVI003_CASES = [
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.empty(self.speculative_num_steps, max_bs * self.max_context_len)",
+        ["KVI003"],
+    ),
+    (
+        "torch.zeros(size=(self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.full((self.speculative_num_steps, max_bs * self.max_context_len), -1)",
+        ["KVI003"],
+    ),
+    (
+        "torch.empty_strided((self.speculative_num_steps, max_bs * self.max_context_len), (1, 1))",
+        ["KVI003"],
+    ),
+    (
+        "self.kv_indptr.new_zeros((self.speculative_num_steps, max_bs * self.max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.max_context_len))",
+        ["KVI002"],
+    ),
+    ("torch.zeros((self.speculative_num_steps, width))", []),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.sliding_window_size))",
+        [],
+    ),
+    ("torch.zeros((self.speculative_num_steps, max_bs + 1))", []),
+]
+
+
+@pytest.mark.parametrize(("call", "expected"), KVI003_CASES)
+def test_unsized_allocation_forms(call: str, expected: list[str]) -> None:
+    source = (
+        "import torch\n\nclass XMultiStepDraftBackend:\n"
+        "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+        "        width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)\n"
+        f"        self.cuda_graph_kv_indices = {call}\n"
+    )
+    assert codes(source) == expected
