@@ -57,12 +57,14 @@ def check_bytes(
     cache: Cache | None = None,
     notes: list[Finding] | None = None,
     syntax_check: SyntaxCheck | None = None,
+    cache_key: str | None = None,
 ) -> list[Finding]:
     """Reportable findings in one file's bytes (bytes Python would not read as
     source are an E999, as a syntax error is). ``notes`` receives what a
     selected rule could not judge (the cache keeps findings only: asking for
     notes checks the file afresh). ``syntax_check``: the whole-file check the
-    engine runs on a file with findings (default ``syntax.error_of``)."""
+    engine runs on a file with findings (default ``syntax.error_of``);
+    ``cache_key``: the file's key in ``cache``, when the caller has it."""
     try:
         if notes is not None:
             from lint_plugin import linter
@@ -74,7 +76,9 @@ def check_bytes(
             codes = selection.codes_for(path)
             notes += [n for n in found if n.code in codes]
         else:
-            findings = _engine_findings(data, path, settings, cache, syntax_check)
+            findings = _engine_findings(
+                data, path, settings, cache, syntax_check, cache_key
+            )
     except SourceError as error:
         return [encoding_error(error, path)]
     if not findings and not may_hold_own_directive(data):
@@ -111,17 +115,17 @@ def _engine_findings(
     settings: Settings,
     cache: Cache | None,
     syntax_check: SyntaxCheck | None = None,
+    key: str | None = None,
 ) -> list[Finding]:
     """The engine's findings, from the cache when it has this file's answer.
     Only files that could match are cached: the others cost one byte search, and
     with the cache on they are dismissed here, so a run answered from the cache
     never imports the engine."""
-    key = None
     if cache is not None:
         if not could_match(data):
             decode(data)  # what the engine does first: not UTF-8 is an error
             return []  # and then, for such a file, nothing else
-        key = cache.key(path, data)
+        key = key or cache.key(path, data)
         stored = cache.get(key, path)
         if stored is not None:
             return stored
@@ -261,7 +265,8 @@ def _check_serially(
     # a machine of one core checks every file in one process).
     ahead = ahead and len(paths) < PARALLEL_MIN_FILES and _spare_core()
     read = [read_source(path) for path in paths] if ahead else None
-    check = _ahead_check(read, paths, cache) if read is not None else None
+    keys: dict[int, str] = {}  # the cache keys the ahead check computed
+    check = _ahead_check(read, paths, cache, keys) if read is not None else None
     try:
         for index, path in enumerate(paths):
             data = read[index] if read is not None else read_source(path)
@@ -277,6 +282,7 @@ def _check_serially(
                     cache,
                     result.notes if notes else None,
                     None if check is None else check.for_file(index),
+                    keys.get(index),
                 )
             except Exception as error:  # one file must not stop the run
                 result.crashes.append(
@@ -312,16 +318,21 @@ def _spare_core() -> bool:
 
 
 def _ahead_check(
-    read: list[bytes | FileError], paths: Sequence[str], cache: Cache | None
+    read: list[bytes | FileError],
+    paths: Sequence[str],
+    cache: Cache | None,
+    keys: dict[int, str],
 ) -> AheadCheck:
     """The files' syntax checks, started on a spare core when it is worth it.
-    With a cache, only the files it cannot answer are checked ahead."""
+    With a cache, only the files it cannot answer are checked ahead (``keys``
+    receives the keys computed for that, by file index, for the lookup)."""
     datas = [None if isinstance(data, FileError) else data for data in read]
     if cache is not None:
-        datas = [
-            None if data is None or cache.has(cache.key(path, data)) else data
-            for path, data in zip(paths, datas, strict=True)
-        ]
+        for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
+            if data is not None and could_match(data):
+                keys[index] = cache.key(path, data)
+                if cache.has(keys[index]):
+                    datas[index] = None
     from lint_plugin.engine.syntax import AheadCheck
 
     return AheadCheck(datas, paths, could_match)

@@ -7,11 +7,6 @@ import sys
 
 from lint_plugin.cli.common import PROG, RunError, print_error
 
-TYPE_CHECKING = False  # typing itself costs milliseconds at every start
-
-if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
-    pass
-
 
 def add_clean_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(

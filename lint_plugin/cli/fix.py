@@ -16,9 +16,8 @@ from lint_plugin.cli.common import (
 )
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
-
-if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
-    pass
+if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix runs
+    from lint_plugin.fix.rewrite import Options
 
 
 def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
@@ -27,19 +26,12 @@ def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     from lint_plugin.engine.prefilter import SourceError, decoded
     from lint_plugin.findings import FileError
     from lint_plugin.fix.diff import unified_diff
-    from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
+    from lint_plugin.fix.rewrite import RewriteRefused, rewrite_text
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
-    selection = plan.selection
-    settings = run_settings(args, plan)
-    options = Options(
-        unsafe_fixes=args.unsafe_fixes,
-        helpers_module=settings.helpers_module,
-        guard_module=configured_guard_module(args, plan),
-        opt_in=settings.opt_in,
-        selected=lambda f: selection.is_reported(f.code, name),
-    )
+    # Standard input is one file, its findings reported under ``name``.
+    options = _options(args, plan, lambda finding: name)
     try:
         text, encoding, bom = decoded(data)
         after = rewrite_text(text, name, options).text
@@ -95,20 +87,11 @@ def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_fix_command(args: argparse.Namespace) -> int:
     # Imported here: libcst is the codemod's business, never check's.
     from lint_plugin.fix.command import run_fix
-    from lint_plugin.fix.rewrite import Options
 
     plan = load_plan(args)
     for error in plan.errors:
         print(error, file=sys.stderr)
-    selection = plan.selection
-    settings = run_settings(args, plan)
-    options = Options(
-        unsafe_fixes=args.unsafe_fixes,
-        helpers_module=settings.helpers_module,
-        guard_module=configured_guard_module(args, plan),
-        opt_in=settings.opt_in,
-        selected=lambda f: selection.is_reported(f.code, f.path),
-    )
+    options = _options(args, plan, lambda finding: finding.path)
     status = run_fix(
         plan.files,
         options,
@@ -119,3 +102,20 @@ def run_fix_command(args: argparse.Namespace) -> int:
     if plan.unusable:
         return 2  # a configuration could not be used: its files were not fixed
     return max(status, 1 if plan.errors else 0)
+
+
+def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
+    """The rewrite's options for this run: the engine's settings, the guard's
+    module, and which findings are reported (``path_of``: the path a finding's
+    selection is read for)."""
+    from lint_plugin.fix.rewrite import Options
+
+    selection = plan.selection
+    settings = run_settings(args, plan)
+    return Options(
+        unsafe_fixes=args.unsafe_fixes,
+        helpers_module=settings.helpers_module,
+        guard_module=configured_guard_module(args, plan),
+        opt_in=settings.opt_in,
+        selected=lambda f: selection.is_reported(f.code, path_of(f)),
+    )

@@ -7,11 +7,6 @@ import sys
 
 from lint_plugin.cli.common import UsageError
 
-TYPE_CHECKING = False  # typing itself costs milliseconds at every start
-
-if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
-    pass
-
 
 def add_rule_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(

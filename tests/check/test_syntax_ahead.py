@@ -154,12 +154,18 @@ def test_files_the_cache_answers_are_not_checked_ahead(paths, monkeypatch):
 
     monkeypatch.setattr(syntax, "AheadCheck", Recorder)
     read = [Path(p).read_bytes() for p in paths]
+    keys: dict[int, str] = {}
 
-    check._ahead_check(read, paths, Cache())
+    check._ahead_check(read, paths, Cache(), keys)
 
     (datas,) = given
     cached = [p for p, d in zip(paths, datas, strict=True) if d is None]
     assert [Path(p).name for p in cached] == ["valid.py"]
+    # The keys computed for the lookup are handed on, for the candidates only.
+    assert sorted(Path(paths[i]).name for i in keys) == sorted(
+        set(FILES) - {"no_site.py"}
+    )
+    assert all(keys[i] == paths[i] for i in keys)
 
 
 def test_small_runs_and_single_cores_do_not_fork(monkeypatch):
