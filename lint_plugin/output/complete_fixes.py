@@ -4,8 +4,8 @@ The engine's fix replaces an inline formula with a helper call; ``draft-kv-lint 
 also adds the import (with libcst). A JSON or SARIF consumer applying only the
 expression edit would get ``F821 undefined name``, so every fix that calls a helper
 the file does not bind gets a second edit inserting ``from MODULE import HELPER`` on
-its own line after the module's last top-level import before its first def or
-class (after the docstring when there is no import). isort/black tidy it later, as
+its own line, where ``fix`` places that import (one placement policy:
+:func:`lint_plugin.fix.imports.by_text.import_position`). isort/black tidy it later, as
 they would a hand edit. Each fix stays complete on its own, as ruff's are: two fixes
 needing the same import carry the same insertion, and a consumer applying every
 edit applies identical edits once (ruff's own fix loop does the same).
@@ -31,24 +31,24 @@ _HELPER_CALL = re.compile(
 )
 
 
-def _bound(text: str, name: str) -> bool:
-    definition = rf"(?:async\s+)?def\s+{name}\b"
-    pattern = rf"^[ \t]*(?:{definition}|(?:from\s.*)?import\s.*\b{name}\b)"
-    return re.search(pattern, text, re.M) is not None
-
-
-def _insertion_row(tree: ast.Module) -> int:
-    """The 1-based row a new import line goes before."""
-    from lint_plugin.fix.edits import header_last_row
-
-    return header_last_row(tree) + 1
-
-
 def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:
-    wanted = sorted({h for h in helpers if not _bound(text, h)})
+    """The lines importing ``helpers`` from ``module`` that ``text`` lacks, where
+    ``fix`` puts that import: the header's names decide what is bound, and
+    ``fix``'s own placement (isort's order beside the module's or its package's
+    imports, else after the last import, else after the docstring) which
+    statement the import goes before. (``fix`` merges into an existing import
+    of the module; a consumer's edit is a line of its own next to it.)"""
+    from lint_plugin.fix.edits import header_last_row
+    from lint_plugin.fix.imports.by_text import bound_names, import_position
+
+    tree = ast.parse(text)
+    last = header_last_row(tree)
+    header = [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
+    wanted = sorted({h for h in helpers if h not in bound_names(header)})
     if not wanted:
         return []
-    row = _insertion_row(ast.parse(text))
+    index = import_position(header, module, wanted[0], aliased=False)
+    row = header[index].lineno if index < len(header) else last + 1
     lines = text.splitlines(keepends=True)
     if row > len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
         # The last line has no newline: start the import on a line of its own.

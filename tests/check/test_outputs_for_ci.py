@@ -206,3 +206,68 @@ def test_sarif_schema_rejects_a_broken_log(repo, capsys):
     del log["runs"][0]["results"][0]["message"]
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(schema).validate(log)
+
+
+SITE = (
+    "\n\nclass FooMultiStepDraftBackend:\n"
+    "    def used(self, seq_lens_sum, bs, i):\n"
+    "        return seq_lens_sum * self.topk + bs * (i + 1)\n"
+)
+HELPERS = "sglang.srt.speculative.spec_utils"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param('"""Docstring only."""\n', id="docstring"),
+        pytest.param("import os\nimport torch\n", id="after-the-last-import"),
+        pytest.param(
+            "import os\n\nfrom sglang.srt.layers import attention\n"
+            "from sglang.srt.utils import get_bool_env_var\n\nimport torch\n",
+            id="in-its-package-in-isorts-order",
+        ),
+        pytest.param(
+            f"import os\nfrom {HELPERS} import assign_draft_cache_locs\nimport torch\n",
+            id="beside-its-own-module",
+        ),
+        pytest.param(
+            f"from {HELPERS} import draft_kv_indices_used_len\n", id="already-bound"
+        ),
+        pytest.param("# licence\n", id="comments-only"),
+    ],
+)
+def test_the_json_import_goes_where_fix_puts_it(header: str) -> None:
+    """One placement policy: the consumer's import edit goes before the
+    statement ``fix``'s import goes before (``fix`` merges into an import of
+    the same module, which the edit stands beside)."""
+    import ast
+
+    from lint_plugin.fix.rewrite import Options, rewrite_text
+    from lint_plugin.linter import check_source
+    from lint_plugin.output.complete_fixes import complete
+
+    source = header + SITE
+    found = complete(check_source(source, "m.py"), {"m.py": source.encode()})
+    inserted = [e for f in found for e in f.fix.edits if e.content.startswith("from")]
+    fixed = rewrite_text(source, "m.py", Options(wrap=False)).text
+    if "draft_kv_indices_used_len" in header:
+        assert inserted == []
+        return
+    (edit,) = inserted
+    following = [s.lineno for s in ast.parse(source).body if s.lineno >= edit.row]
+    fixed_body = ast.parse(fixed).body
+    line = next(
+        s
+        for s in fixed_body
+        if isinstance(s, ast.ImportFrom)
+        and s.module == HELPERS
+        and "draft_kv_indices_used_len" in [a.name for a in s.names]
+    )
+    after_fix = fixed_body[fixed_body.index(line) + 1 :]
+    next_original = source.splitlines()[following[0] - 1] if following else None
+    next_fixed = fixed.splitlines()[after_fix[0].lineno - 1] if after_fix else None
+    if line.names[0].name != "draft_kv_indices_used_len":  # merged into an import
+        merged_into = source.splitlines()[edit.row - 2]
+        assert merged_into.startswith(f"from {HELPERS} import"), merged_into
+    else:
+        assert next_original == next_fixed

@@ -39,7 +39,7 @@ def add_import(
     lines = head.split("\n")
     if not _plain(lines, statements):
         return None
-    bound = _bound_names(statements)
+    bound = bound_names(statements)
     aliased = sorted((n, a) for n, a in aliased if a not in bound)
     if aliased:
         # One `as` import at a time, each placed among the others as isort would.
@@ -94,7 +94,7 @@ def _slice(line: str, start: int, end: int) -> str:
     return line.encode()[start:end].decode()
 
 
-def _bound_names(statements: Sequence[ast.stmt]) -> set[str]:
+def bound_names(statements: Sequence[ast.stmt]) -> set[str]:
     """As :func:`lint_plugin.fix.imports.by_libcst._module_level_names`: names of
     ``from`` imports and of defs and classes (a plain ``import`` does not count)."""
     bound: set[str] = set()
