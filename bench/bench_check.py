@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _timing import (
+    INSTALL,
     LATEST,
     VERSION,
     BenchError,
@@ -312,6 +313,7 @@ def _run(args: argparse.Namespace, root: Path, cases: list[Case]) -> int:
     note = bytecode_note()
     if note:
         print(note)
+    print(f"timed install: {INSTALL} (regular, not editable; bytecode by pip)")
     print(f"corpus: sglang {VERSION} and {LATEST}, run from {root.parent}")
     print()
     rows = [run_case(case, args.repeat) for case in cases]
