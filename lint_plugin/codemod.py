@@ -18,6 +18,7 @@ import argparse
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
+from lint_plugin.engine.source import normalised
 from lint_plugin.fix.collection import released
 from lint_plugin.fix.rewrite import (
     DEFAULT_HELPERS_MODULE,
@@ -58,7 +59,7 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         path = self.context.filename or "<module>"
         original = tree.code
-        text = original.replace("\r\n", "\n").replace("\r", "\n")
+        text = normalised(original)
         try:
             result = rewrite_text(text, path, self.options)
         except (RewriteRefused, SyntaxError) as exc:

@@ -22,7 +22,7 @@ from lint_plugin.engine.module_scope import ModuleScope, TextModuleScope
 from lint_plugin.engine.prefilter import could_match, decode
 from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
-from lint_plugin.engine.source import Source
+from lint_plugin.engine.source import Source, normalised
 from lint_plugin.findings import Finding
 from lint_plugin.rules import DECISIONS, OPT_IN
 from lint_plugin.rules._inline_formulas import report_inline_formulas
@@ -55,7 +55,7 @@ def check_source(
     if not could_match(data):
         return []
     # Python ends lines at CRLF and at a lone CR: so do the rows here.
-    text = syntax.normalised(text)
+    text = normalised(text)
     if sys.getrecursionlimit() < syntax.RECURSION_LIMIT:
         sys.setrecursionlimit(syntax.RECURSION_LIMIT)
     lines = text.split("\n")

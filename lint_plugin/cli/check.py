@@ -20,6 +20,7 @@ from lint_plugin.cli.common import (
     run_settings,
 )
 from lint_plugin.cli.fix import fix_stdin, run_fix_command
+from lint_plugin.engine.source import normalised
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 
@@ -337,7 +338,7 @@ def _explain(args: argparse.Namespace) -> int:
     if isinstance(data, FileError):
         raise RunError(f"--explain: {path}: {data.reason}")
     try:
-        text = decode(data).replace("\r\n", "\n").replace("\r", "\n")
+        text = normalised(decode(data))
         report, verdict = explain(text, path, int(row), run_settings(args, plan))
     except SourceError as error:
         raise RunError(f"--explain: {path}: {error}") from None

@@ -21,6 +21,15 @@ def rows_matching(pattern: re.Pattern[str], text: str, first_row: int = 1) -> li
     return rows
 
 
+def normalised(text: str) -> str:
+    """``text`` with Python's line ends (CRLF and a lone CR end a line) as ``\\n``:
+    columns are unchanged, the CR being the last character of its line. The one
+    place every front end normalises line ends (``fix`` restores them)."""
+    if "\r" in text:
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
 def rows_of(text: str, offsets: list[int], first_row: int = 1) -> list[int]:
     """Rows of ``text`` (its first line numbered ``first_row``) holding the
     ascending ``offsets``, each once."""

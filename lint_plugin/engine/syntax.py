@@ -13,17 +13,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 
+from lint_plugin.engine.source import normalised
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
 
 SyntaxCheck = Callable[[str, str], "Finding | None"]
-
-
-def normalised(text: str) -> str:
-    """``text`` with Python's line ends (CRLF and a lone CR end a line) as ``\\n``:
-    columns are unchanged, the CR being the last character of its line."""
-    if "\r" in text:
-        return text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
 
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run

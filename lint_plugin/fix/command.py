@@ -35,6 +35,7 @@ from typing import TextIO
 
 from lint_plugin.check.files import read_regular_file
 from lint_plugin.engine.prefilter import SourceError, decoded
+from lint_plugin.engine.source import normalised
 from lint_plugin.findings import FileError
 from lint_plugin.fix.atomic import write_atomic
 from lint_plugin.fix.collection import released
@@ -265,7 +266,7 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
     bom, raw, encoding = read
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
-    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    text = normalised(raw)
     try:
         rewrite = rewrite_text(text, path, options, verify_result=False)
     except SyntaxError as exc:

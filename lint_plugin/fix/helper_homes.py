@@ -25,6 +25,7 @@ from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import HELPER_SLOTS
 from lint_plugin.engine.package_tree import Home, cannot_read, defines, module_home
 from lint_plugin.engine.settings import Settings, resolve_module
+from lint_plugin.engine.source import normalised
 from lint_plugin.fix.definitions import DEFINITIONS, ORDER, prove_definition
 from lint_plugin.fix.edits import header_last_row, iter_statements
 from lint_plugin.fix.gate.verify import parse_module
@@ -114,11 +115,7 @@ def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[s
     needs = Needs()
     for path, outcome in fixed:
         rewrite = outcome.rewrite
-        original = (
-            outcome.before.replace("\r\n", "\n").replace("\r", "\n")
-            if rewrite.elsewhere
-            else ""
-        )
+        original = normalised(outcome.before) if rewrite.elsewhere else ""
         introduced = rewrite.imported if rewrite.changed else frozenset()
         reported = reported_names(original, rewrite.elsewhere)
         imports = outcome.imports if rewrite.changed else None
@@ -208,7 +205,7 @@ def plan(
             changes.append(change)
             continue
         bom, raw, encoding = read
-        text = raw.replace("\r\n", "\n").replace("\r", "\n")
+        text = normalised(raw)
         try:
             parse_module(text)
         except SyntaxError as exc:

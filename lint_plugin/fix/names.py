@@ -52,6 +52,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
+from lint_plugin.engine.source import normalised
 
 HELPERS = (USED_LEN, BUFFER_WIDTH)
 
@@ -150,7 +151,7 @@ class ModuleNames:
         self._calls: dict[int, tuple[str | None, str | None]] | None = None
         self._attribute_stores: dict[str, int] = {}
         scan = text if text.isascii() else unicodedata.normalize("NFKC", text)
-        self._scan = scan.replace("\r\n", "\n").replace("\r", "\n")
+        self._scan = normalised(scan)
 
     # ---- scopes (symtable) ----------------------------------------------------
 
