@@ -28,6 +28,11 @@ def _rules_folder() -> str:
     return spec.submodule_search_locations[0]
 
 
+def code_of(module_name: str) -> str:
+    """``KVI003`` for ``kvi003_unsized_draft_buffer`` (a rule module's name)."""
+    return RULE_MODULE.fullmatch(module_name).group(1).upper()
+
+
 def rule_modules() -> list[str]:
     """The rule modules' names, in code order."""
     names = [
@@ -38,6 +43,6 @@ def rule_modules() -> list[str]:
     return sorted(names)
 
 
-CODES = tuple(RULE_MODULE.fullmatch(name).group(1).upper() for name in rule_modules())
+CODES = tuple(code_of(name) for name in rule_modules())
 # Chosen only by their exact code (ruff's preview rules): see each rule's docs.
 OPT_IN = frozenset({"KVI006"})

@@ -27,6 +27,9 @@ from lint_plugin.findings import Finding
 from lint_plugin.rules import DECISIONS, OPT_IN
 from lint_plugin.rules._inline_formulas import report_inline_formulas
 
+# The check done here when the caller has none answered ahead.
+_IN_PLACE = syntax.error_of
+
 
 def check_source(
     data: bytes | str,
@@ -35,7 +38,7 @@ def check_source(
     *,
     parsed_by_caller: bool = False,
     notes: list[Finding] | None = None,
-    syntax_check: syntax.SyntaxCheck = syntax.error_of,
+    syntax_check: syntax.SyntaxCheck | None = None,
 ) -> list[Finding]:
     """All findings in one file's bytes (or text already decoded, as fix has
     it); noqa and selection are the caller's. Raises SourceError for bytes
@@ -45,8 +48,9 @@ def check_source(
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
     ``notes`` receives what a rule could not judge (see ``analyze``).
-    ``syntax_check``: the whole-file check of a file with findings (``check``
-    passes one answered ahead, on another core: ``syntax.AheadCheck``).
+    ``syntax_check``: the whole-file check of a file with findings (None:
+    ``syntax.error_of``, here; ``check`` passes one answered ahead, on another
+    core: ``syntax.AheadCheck``).
     """
     if isinstance(data, str):
         text, data = data, data.encode("utf-8", "surrogatepass")
@@ -94,7 +98,7 @@ def check_source(
             # Something to report: the whole file must parse first, as flake8
             # (E999) and fix (which rewrites the file) require. Parsing only files
             # with findings keeps the common case a few regions.
-            error = syntax_check(text, path)
+            error = (syntax_check or _IN_PLACE)(text, path)
             return findings if error is None else [error]
     try:
         tree = syntax.parse(text, path)

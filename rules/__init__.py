@@ -61,16 +61,13 @@ def _load() -> tuple:
     )
 
 
-def _code_of(module) -> str:
-    """``KVI003`` for ``lint_plugin.rules.kvi003_unsized_draft_buffer``."""
-    return module.__name__.rsplit(".", 1)[1][:6].upper()
-
-
 _MODULES = _load()
 
 RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
 OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
-if tuple(RULES) != codes.CODES or any(_code_of(m) != m.RULE.code for m in _MODULES):
+if tuple(RULES) != codes.CODES or any(
+    codes.code_of(m.__name__.rsplit(".", 1)[1]) != m.RULE.code for m in _MODULES
+):
     raise ImportError("a rule module's name does not start with its rule's code")
 if OPT_IN != codes.OPT_IN:
     raise ImportError("lint_plugin.codes.OPT_IN is not the rules' opt-in list")

@@ -71,7 +71,7 @@ def check_bytes(
 
             found: list[Finding] = []
             findings = linter.check_source(
-                data, path, settings, notes=found, **_given(syntax_check)
+                data, path, settings, notes=found, syntax_check=syntax_check
             )
             codes = selection.codes_for(path)
             notes += [n for n in found if n.code in codes]
@@ -105,10 +105,6 @@ def encoding_error(error: SourceError, path: str) -> Finding:
     )
 
 
-def _given(syntax_check: SyntaxCheck | None) -> dict[str, SyntaxCheck]:
-    return {} if syntax_check is None else {"syntax_check": syntax_check}
-
-
 def _engine_findings(
     data: bytes,
     path: str,
@@ -136,7 +132,7 @@ def _engine_findings(
 
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
-        findings = linter.check_source(data, path, settings, **_given(syntax_check))
+        findings = linter.check_source(data, path, settings, syntax_check=syntax_check)
     if key is not None:
         cache.put(key, findings, depends)
     return findings

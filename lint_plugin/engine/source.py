@@ -11,14 +11,7 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 def rows_matching(pattern: re.Pattern[str], text: str, first_row: int = 1) -> list[int]:
     """Rows of ``text`` (its first line numbered ``first_row``) where ``pattern``
     matches, ascending, each once."""
-    rows: list[int] = []
-    last, row = 0, first_row
-    for match in pattern.finditer(text):
-        row += text.count("\n", last, match.start())
-        last = match.start()
-        if not rows or rows[-1] != row:
-            rows.append(row)
-    return rows
+    return rows_of(text, [match.start() for match in pattern.finditer(text)], first_row)
 
 
 def normalised(text: str) -> str:

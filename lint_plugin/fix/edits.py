@@ -42,6 +42,13 @@ def header_last_row(tree: ast.Module) -> int:
     return last
 
 
+def header_statements(tree: ast.Module) -> tuple[int, list[ast.stmt]]:
+    """``header_last_row`` and the top-level statements that end by it: what a
+    new import is placed among."""
+    last = header_last_row(tree)
+    return last, [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
+
+
 def line_starts(text: str) -> list[int]:
     """The offset each line of ``text`` starts at (lines end at ``\\n``)."""
     lengths = (len(line) + 1 for line in text.split("\n"))

@@ -25,7 +25,7 @@ from lint_plugin.engine.source import one_line
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.fix.edits import (
     apply_edits_with_rows,
-    header_last_row,
+    header_statements,
     iter_statements,
     line_starts,
     offsets,
@@ -642,8 +642,7 @@ def _header(text: str) -> tuple[int, list[ast.stmt]]:
             tree = None  # that line is inside a string or brackets: parse it all
     if tree is None:
         tree = parse_module(text, "the rewritten text")
-    last = header_last_row(tree)
-    statements = [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
+    last, statements = header_statements(tree)
     starts = line_starts(text)
     if last == 0:
         # Nothing to import after: the import goes below the comments that open

@@ -38,12 +38,10 @@ def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:
     imports, else after the last import, else after the docstring) which
     statement the import goes before. (``fix`` merges into an existing import
     of the module; a consumer's edit is a line of its own next to it.)"""
-    from lint_plugin.fix.edits import header_last_row
+    from lint_plugin.fix.edits import header_statements
     from lint_plugin.fix.imports.by_text import bound_names, import_position
 
-    tree = ast.parse(text)
-    last = header_last_row(tree)
-    header = [s for s in tree.body if (s.end_lineno or s.lineno) <= last]
+    last, header = header_statements(ast.parse(text))
     wanted = sorted({h for h in helpers if h not in bound_names(header)})
     if not wanted:
         return []

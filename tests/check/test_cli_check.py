@@ -83,7 +83,7 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
 
     from lint_plugin import linter
 
-    def explode_on_b(data: bytes, path: str, settings=None):
+    def explode_on_b(data: bytes, path: str, settings=None, **engine_options):
         if path.endswith("b.py"):
             raise RuntimeError("boom")
         return fake_check_source(data, path)
@@ -683,7 +683,7 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
     from lint_plugin import linter
 
-    def explode(data: bytes, path: str, settings=None):
+    def explode(data: bytes, path: str, settings=None, **engine_options):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(linter, "check_source", explode)
