@@ -15,7 +15,7 @@ import re
 RULE_MODULE = re.compile(r"(kvi\d{3})_\w+")  # a rule's module; its code upper-cased
 
 
-def _rules_folder() -> str:
+def rules_folder() -> str:
     import lint_plugin
 
     folder = os.path.join(os.path.dirname(lint_plugin.__file__), "rules")
@@ -37,12 +37,13 @@ def rule_modules() -> list[str]:
     """The rule modules' names, in code order."""
     names = [
         name[:-3]
-        for name in os.listdir(_rules_folder())
+        for name in os.listdir(rules_folder())
         if name.endswith(".py") and RULE_MODULE.fullmatch(name[:-3])
     ]
     return sorted(names)
 
 
-CODES = tuple(code_of(name) for name in rule_modules())
+RULE_MODULES = tuple(rule_modules())
+CODES = tuple(code_of(name) for name in RULE_MODULES)
 # Chosen only by their exact code (ruff's preview rules): see each rule's docs.
 OPT_IN = frozenset({"KVI006"})

@@ -24,7 +24,7 @@ from lint_plugin.engine.module_scope import TreeModuleScope
 from lint_plugin.engine.scan import interesting_rows
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.engine.source import Source
-from lint_plugin.linter import analyze
+from lint_plugin.linter import lint_tree
 from lint_plugin.noqa.directives import may_hold_own_directive, review
 from lint_plugin.rules import OPT_IN
 
@@ -79,7 +79,7 @@ class KviChecker:
             names = helper_names()
             module = TreeModuleScope(self.tree, source)
             for node in _statements_around(self.tree.body, rows, source, aliases):
-                findings += analyze(
+                findings += lint_tree(
                     node, source, self.filename, rows, self.settings, names, module
                 )
         if not self.disable_noqa and (findings or may_hold_own_directive(text)):

@@ -6,6 +6,11 @@ parses them and walks each for facts (:mod:`lint_plugin.engine.analysis`); then
 KVI001/KVI002 report the inline formulas and each other rule decides from the
 facts (``rules/``). Every front end comes here: ``check``'s pipeline over files,
 ``fix``'s rounds, the flake8 plugin (with its own tree), ``noqa``'s callers.
+
+One verb for this step: ``lint_source`` (a file's bytes or text, with check's
+shortcuts) and ``lint_tree`` (a parsed tree) give the engine's findings, before
+noqa and selection; ``check.pipeline.check_file`` is what ``check`` reports for
+one file (this, then selection and noqa).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from lint_plugin.rules._inline_formulas import report_inline_formulas
 _IN_PLACE = syntax.error_of
 
 
-def check_source(
+def lint_source(
     data: bytes | str,
     path: str,
     settings: Settings = DEFAULT_SETTINGS,
@@ -47,7 +52,7 @@ def check_source(
     ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
     (fix does, before it rewrites and in its gate), so the whole-file syntax
     check that findings otherwise need is skipped; the regions are still parsed.
-    ``notes`` receives what a rule could not judge (see ``analyze``).
+    ``notes`` receives what a rule could not judge (see ``lint_tree``).
     ``syntax_check``: the whole-file check of a file with findings (None:
     ``syntax.error_of``, here; ``check`` passes one answered ahead, on another
     core: ``syntax.AheadCheck``).
@@ -106,7 +111,7 @@ def check_source(
         return [syntax.error_finding(exc, path, text)]
     if notes is not None:
         del notes[:]  # the regions' notes, if any: the whole walk gives its own
-    return analyze(
+    return lint_tree(
         tree,
         Source(text),
         path,
@@ -134,7 +139,7 @@ def _check_region(
         snippet = "if 1:\n" + snippet
         start -= 1
     tree = syntax.parse(snippet, path)
-    return analyze(
+    return lint_tree(
         tree,
         Source(snippet, start),
         path,
@@ -146,7 +151,7 @@ def _check_region(
     )
 
 
-def analyze(
+def lint_tree(
     tree: ast.AST,
     source: Source,
     path: str,

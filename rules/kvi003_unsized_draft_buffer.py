@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import re
 from collections.abc import Iterator
 
 from lint_plugin.engine.facts import Allocation, ClassFacts, ModuleFacts
@@ -23,7 +22,12 @@ from lint_plugin.engine.flow.per_step_rows import Row, allocation_rows
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
 from lint_plugin.engine.formulas import BUFFER_WIDTH, render_helper_call
 from lint_plugin.engine.reporter import Reporter
-from lint_plugin.engine.roles import CONTEXT_ROLES, SEQUENCE_COUNT_NAMES, Role
+from lint_plugin.engine.roles import (
+    CONTEXT_ROLES,
+    SEQUENCE_COUNT_NAMES,
+    Role,
+    other_buffer_of,
+)
 from lint_plugin.engine.source import one_line
 from lint_plugin.engine.values import factors
 from lint_plugin.engine.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
@@ -441,10 +445,6 @@ when the function has no sequence count.
 )
 
 
-# Per-step buffers of a draft backend that are not its kv_indices rows.
-_OTHER_BUFFER = re.compile(r"indptr|mask|last_page|seq_lens|positions|qo_")
-
-
 @record
 class PathVerdict:
     """One path of an allocation: its row width and what it is.
@@ -502,7 +502,7 @@ def judge(
     per-step buffer (by its name), or no path of its width holds a context
     size. A row none of whose paths names one, but one that cannot be
     evaluated, assigned to a ``kv_indices`` name, is not judged."""
-    if allocation.target and _OTHER_BUFFER.search(allocation.target):
+    if allocation.target and other_buffer_of(allocation.target):
         return None
     rows = allocation_rows(analysis, allocation.function, allocation.call)
     if rows is None:

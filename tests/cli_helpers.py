@@ -71,7 +71,7 @@ class Result:
 
 @pytest.fixture
 def fake_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(linter, "check_source", fake_check_source)
+    monkeypatch.setattr(linter, "lint_source", fake_check_source)
 
 
 @pytest.fixture

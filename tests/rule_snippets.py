@@ -8,7 +8,7 @@ import textwrap
 
 from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
-from lint_plugin.linter import analyze, check_source
+from lint_plugin.linter import lint_source, lint_tree
 from lint_plugin.noqa.directives import review
 from lint_plugin.rules import OPT_IN
 
@@ -17,7 +17,7 @@ EVERY_RULE = Settings(opt_in=OPT_IN)
 
 
 def codes(source: str, path: str = "snippet.py") -> list[str]:
-    findings = check_source(source.encode(), path, EVERY_RULE)
+    findings = lint_source(source.encode(), path, EVERY_RULE)
     return [f.code for f in review(findings, source, path)]
 
 
@@ -35,7 +35,7 @@ def example_codes(example, folder) -> list[str]:
 
 def full_walk_codes(source: str) -> list[str]:
     """The engine on the whole tree, none of check's shortcuts."""
-    findings = analyze(
+    findings = lint_tree(
         ast.parse(source), Source(source), "snippet.py", None, EVERY_RULE
     )
     return [f.code for f in review(findings, source, "snippet.py")]

@@ -49,7 +49,7 @@ class CheckResult:
         return sorted(found, key=lambda f: f.sort_key)
 
 
-def check_bytes(
+def check_file(
     data: bytes,
     path: str,
     selection: Selection,
@@ -70,7 +70,7 @@ def check_bytes(
             from lint_plugin import linter
 
             found: list[Finding] = []
-            findings = linter.check_source(
+            findings = linter.lint_source(
                 data, path, settings, notes=found, syntax_check=syntax_check
             )
             codes = selection.codes_for(path)
@@ -126,13 +126,13 @@ def _engine_findings(
         if stored is not None:
             return stored
     # Looked up on the module at call time: the engine is imported only when a file
-    # is actually checked, and tests can substitute ``linter.check_source``.
+    # is actually checked, and tests can substitute ``linter.lint_source``.
     from lint_plugin import linter
     from lint_plugin.engine.package_tree import recording
 
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
-        findings = linter.check_source(data, path, settings, syntax_check=syntax_check)
+        findings = linter.lint_source(data, path, settings, syntax_check=syntax_check)
     if key is not None:
         cache.put(key, findings, depends)
     return findings
@@ -270,7 +270,7 @@ def _check_serially(
                 result.errors.append(data)
                 continue
             try:
-                findings = check_bytes(
+                findings = check_file(
                     data,
                     path,
                     selection,

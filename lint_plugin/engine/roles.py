@@ -67,6 +67,29 @@ _PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
     (role, re.compile(spec.pattern)) for role, spec in ROLES.items()
 )
 
+# A draft backend's per-step buffers other than its kv_indices rows, each by the
+# words its names contain (``qo_``: any query offset buffer). A row allocated to a
+# name holding one is not judged as kv_indices (KVI003); a rule about one of
+# these buffers (kv_indptr rows, say) reads its words here.
+OTHER_PER_STEP_BUFFERS: dict[str, tuple[str, ...]] = {
+    "kv_indptr": ("indptr",),
+    "custom_mask": ("mask",),
+    "kv_last_page_len": ("last_page",),
+    "seq_lens": ("seq_lens",),
+    "positions": ("positions",),
+    "qo_indptr": ("qo_",),
+}
+
+
+def other_buffer_of(name: str) -> str | None:
+    """Which of ``OTHER_PER_STEP_BUFFERS`` a target name (``self.kv_indptr``)
+    holds, if any: the first whose word it contains."""
+    for buffer, words in OTHER_PER_STEP_BUFFERS.items():
+        if any(word in name for word in words):
+            return buffer
+    return None
+
+
 # Names that count sequences; used only to pick the sequence count of a function
 # when an unsafe KVI003 fix has to replace a token count.
 SEQUENCE_COUNT_NAMES: tuple[str, ...] = ("max_bs", "num_seqs", "batch_size", "bs")

@@ -203,7 +203,7 @@ _SIGKILL = 9
 def _answer(
     datas: Sequence[bytes | None], paths: Sequence[str], wanted: list[int], pipe: int
 ) -> None:
-    """In the child: the answer for each wanted file, as ``check_source`` would
+    """In the child: the answer for each wanted file, as ``lint_source`` would
     compute it (the text it decodes, with its line ends), then ``None``."""
     import marshal
     import os

@@ -18,9 +18,10 @@ So a new context-sized role is one entry in ``roles.ROLES``: KVI003's context gr
 is every context-sized role, and every filter follows.
 
 The rule modules are the engine's: a run answered from the cache imports none of
-them, and needs only the byte test. ``DECLARED`` is therefore their declarations
-mirrored here, as ``lint_plugin.codes`` mirrors their codes, and the catalogue
-checks at import that the two are the same.
+them, and needs only the byte test. :func:`declared` therefore reads their
+declarations from their text (:mod:`lint_plugin.engine.declared`), as
+``lint_plugin.codes`` reads their codes from their names, and the catalogue checks
+at import that what was read is what each module holds.
 """
 
 from __future__ import annotations
@@ -81,20 +82,14 @@ ALLOCATOR_WORDS = (
     "new_full",
 )
 
-DECLARED: dict[str, Needs] = {
-    "KVI001": Needs((((Role.TOPK,), (Role.SEQ_LENS_SUM,)), ((USED_LEN,),))),
-    "KVI002": Needs((((Role.TOPK,), (Role.MAX_CONTEXT_LEN,)), ((BUFFER_WIDTH,),))),
-    "KVI003": Needs(
-        (((Role.TOPK,), DRAFT_CLASS, CONTEXT), ((BUFFER_WIDTH,),)),
-        where="class",
-        facts=ALLOCATOR_WORDS,
-    ),
-    "KVI004": Needs(((HELPERS,),)),
-    "KVI005": Needs(((HELPERS,),)),
-    "KVI006": Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD)),
-    "KVI007": Needs((((*HELPERS, GUARD),),)),  # an import of one of them
-    "KVI100": Needs(()),  # directives: read by lint_plugin.noqa.directives
-}
+
+@functools.lru_cache(maxsize=1)
+def declared() -> dict[str, Needs]:
+    """Every rule's ``NEEDS``, by code: read from the rule modules' text
+    (:mod:`lint_plugin.engine.declared`), never by importing them."""
+    from lint_plugin.engine.declared import read_declared
+
+    return read_declared()
 
 
 def words(group: Iterable[Word]) -> tuple[str, ...]:
@@ -148,7 +143,7 @@ def _families(texts: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
 def _byte_clauses() -> tuple[tuple[tuple[bytes, ...], ...], ...]:
     """Every rule's clauses as byte anchors."""
     clauses = []
-    for needs in DECLARED.values():
+    for needs in declared().values():
         for clause in needs.clauses:
             groups = tuple(tuple(w.encode() for w in words(g)) for g in clause)
             if groups not in clauses:
@@ -204,7 +199,7 @@ def could_match(data: bytes) -> bool:
 
 
 def _statement_clauses() -> list[tuple[Group, ...]]:
-    return [c for n in DECLARED.values() if n.where == "statement" for c in n.clauses]
+    return [c for n in declared().values() if n.where == "statement" for c in n.clauses]
 
 
 def _pattern(texts: Iterable[str]) -> str:
@@ -218,7 +213,7 @@ def region_seed_words() -> tuple[str, ...]:
     draft backend keeps), every word of a statement rule's one-group clause
     (the helpers, the guard), and a multi-step class's name."""
     seeds: list[str] = [helper_prefix(), "MultiStep"]  # MultiStep: a class name
-    for needs in DECLARED.values():
+    for needs in declared().values():
         for clause in needs.clauses:
             if len(clause) > 1 or needs.where == "statement":
                 seeds += words(clause[0])
@@ -262,7 +257,7 @@ def second_words() -> re.Pattern[str]:
 def fact_words() -> tuple[str, ...]:
     """Names of the calls the class rules read."""
     found: list[str] = []
-    for needs in DECLARED.values():
+    for needs in declared().values():
         found += needs.facts
     return tuple(dict.fromkeys(found))
 

@@ -38,7 +38,7 @@ from lint_plugin.fix.gate.verify import NotEqual, parse_module, verify
 from lint_plugin.fix.imports.by_text import add_import
 from lint_plugin.fix.names import ModuleNames
 from lint_plugin.fix.spelling import Site, Spelling, Unspellable, plan
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.noqa.directives import apply_noqa
 
 
@@ -417,7 +417,7 @@ def _applicable_findings(
     """Every finding no directive suppresses, and those to apply now."""
     # The text is parsed whole before the first round and by the gate after the
     # last, so the engine's own whole-file syntax check would be a third parse.
-    findings = check_source(text, path, settings, parsed_by_caller=True)
+    findings = lint_source(text, path, settings, parsed_by_caller=True)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"
@@ -593,7 +593,7 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
         return rewrite
     # The engine under the run's own settings: a directive for an opt-in rule
     # (KVI006) or for a custom helpers module's findings is used there.
-    findings = check_source(rewrite.text, path, options.settings)
+    findings = lint_source(rewrite.text, path, options.settings)
     text, fixed = remove_unused_directives(
         rewrite.text, path, options.selected, findings
     )

@@ -50,13 +50,13 @@ def test_the_collector_is_off_while_files_are_checked_and_restored_after(
     collected: list[int] = []
     from lint_plugin import linter
 
-    check_source = linter.check_source
+    lint_source = linter.lint_source
 
     def recording(*args, **kwargs):
         seen.append(gc.isenabled())
-        return check_source(*args, **kwargs)
+        return lint_source(*args, **kwargs)
 
-    monkeypatch.setattr(linter, "check_source", recording)
+    monkeypatch.setattr(linter, "lint_source", recording)
     monkeypatch.setattr(check, "_COLLECT_EVERY", 2)
     monkeypatch.setattr(check, "_collect_garbage", lambda: collected.append(1))
     assert gc.isenabled()

@@ -88,7 +88,7 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
             raise RuntimeError("boom")
         return fake_check_source(data, path)
 
-    monkeypatch.setattr(linter, "check_source", explode_on_b)
+    monkeypatch.setattr(linter, "lint_source", explode_on_b)
     write(tree / "a.py", "x = kvi001_here\n")
     write(tree / "b.py", "y = 1\n")
     result = run("check")
@@ -686,7 +686,7 @@ def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch
     def explode(data: bytes, path: str, settings=None, **engine_options):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(linter, "check_source", explode)
+    monkeypatch.setattr(linter, "lint_source", explode)
     write(tree / "b.py", "y = 1\n")
     result = run("check")
     assert result.status == 2

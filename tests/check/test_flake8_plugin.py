@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin import runtime
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.noqa.directives import review
 
 SOURCE = """\
@@ -64,14 +64,14 @@ def test_check_reports_what_flake8_reports(snippet: Path, capsys) -> None:
 
 
 def test_check_and_flake8_positions_agree(snippet: Path) -> None:
-    found = review(check_source(SOURCE.encode(), "x"), SOURCE, "x")
+    found = review(lint_source(SOURCE.encode(), "x"), SOURCE, "x")
     unfiltered = {(f.row, f.column, f.code) for f in found}
     assert set(flake8(snippet)) <= unfiltered
 
 
 def test_the_bundled_runtime_is_not_a_finding() -> None:
     path = Path(runtime.__file__)
-    assert check_source(path.read_bytes(), str(path)) == []
+    assert lint_source(path.read_bytes(), str(path)) == []
     assert flake8(path) == []
 
 

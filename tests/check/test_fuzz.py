@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from lint_plugin import linter
 from lint_plugin.engine import scan
 from lint_plugin.engine.source import Source
-from lint_plugin.linter import analyze
+from lint_plugin.linter import lint_tree
 
 # hypothesmith compiles what it generates; its SyntaxWarnings are about that code.
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
@@ -45,7 +45,7 @@ def everything_interesting():
 @given(python_source.from_grammar())
 def test_check_never_crashes(source: str) -> None:
     with everything_interesting():
-        findings = linter.check_source(source.encode(), "fuzz.py")
+        findings = linter.lint_source(source.encode(), "fuzz.py")
     assert all(f.code.startswith(("KVI", "E999")) for f in findings)
 
 
@@ -53,4 +53,4 @@ def test_check_never_crashes(source: str) -> None:
 @given(python_source.from_node())
 def test_full_walk_never_crashes(source: str) -> None:
     tree = ast.parse(source)
-    assert isinstance(analyze(tree, Source(source), "fuzz.py"), list)
+    assert isinstance(lint_tree(tree, Source(source), "fuzz.py"), list)

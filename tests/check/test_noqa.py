@@ -1,4 +1,5 @@
-"""``lint_plugin.noqa.directives``: parsing directives and the ``--add-noqa`` writer."""
+"""``lint_plugin.noqa.directives``: parsing directives and the ``--add-noqa`` writer
+(KVI100, the unused directives, is tests/rules/test_kvi100.py)."""
 
 from __future__ import annotations
 
@@ -193,15 +194,6 @@ def test_a_directive_inside_a_string_is_never_edited():
     assert edit.source == 'x = a + len("# noqa: E501")  # noqa: KVI001\n'
     assert apply_noqa([at(1)], edit.source) == []  # the comment's directive counts
     assert add_noqa(edit.source, {1: ["KVI001"]}).added == 0
-
-
-def test_unused_codes_in_a_string_are_not_reported():
-    from lint_plugin.noqa.directives import review
-
-    source = 'x = len("# noqa: KVI001")\n'
-    assert review([], source, "a.py") == []
-    unused = review([], "x = 1  # noqa: KVI001\n", "a.py")
-    assert [f.code for f in unused] == ["KVI100"]
 
 
 @pytest.mark.parametrize(

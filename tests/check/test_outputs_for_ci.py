@@ -243,11 +243,11 @@ def test_the_json_import_goes_where_fix_puts_it(header: str) -> None:
     import ast
 
     from lint_plugin.fix.rewrite import Options, rewrite_text
-    from lint_plugin.linter import check_source
+    from lint_plugin.linter import lint_source
     from lint_plugin.output.complete_fixes import complete
 
     source = header + SITE
-    found = complete(check_source(source, "m.py"), {"m.py": source.encode()})
+    found = complete(lint_source(source, "m.py"), {"m.py": source.encode()})
     inserted = [e for f in found for e in f.fix.edits if e.content.startswith("from")]
     fixed = rewrite_text(source, "m.py", Options(wrap=False)).text
     if "draft_kv_indices_used_len" in header:

@@ -15,7 +15,7 @@ from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.flake8_plugin import KviChecker
-from lint_plugin.linter import analyze, check_source
+from lint_plugin.linter import lint_source, lint_tree
 
 MODULE = "sglang.srt.speculative.spec_utils"
 USED, WIDTH = "draft_kv_indices_used_len", "draft_kv_indices_buffer_width"
@@ -132,8 +132,8 @@ def flake8_findings(text: str) -> list[tuple[int, int, str]]:
     f"        return {USED}(seq_lens_sum, bs, self.k, 1)\n"
 )
 def test_fast_path_flake8_and_whole_walk_agree(text: str) -> None:
-    whole = analyze(ast.parse(text), Source(text), "gen.py", rows=None)
-    fast = check_source(text.encode(), "gen.py")
+    whole = lint_tree(ast.parse(text), Source(text), "gen.py", rows=None)
+    fast = lint_source(text.encode(), "gen.py")
     assert key(fast) == key(whole), text
     assert flake8_findings(text) == sorted((f.row, f.column, f.code) for f in whole), (
         text
@@ -210,8 +210,8 @@ def launches(draw) -> str:
 @given(launches())
 def test_the_opt_in_launch_rule_agrees_on_every_path(text: str) -> None:
     opted = Settings(opt_in=frozenset({"KVI006"}))
-    whole = analyze(ast.parse(text), Source(text), "gen.py", None, opted)
-    fast = check_source(text.encode(), "gen.py", opted)
+    whole = lint_tree(ast.parse(text), Source(text), "gen.py", None, opted)
+    fast = lint_source(text.encode(), "gen.py", opted)
     assert key(fast) == key(whole), text
     default = KviChecker.settings
     KviChecker.settings = opted  # what `flake8 --extend-select KVI006` sets
@@ -238,7 +238,7 @@ def test_fix_rewrites_them_all_once(text: str, unsafe: bool) -> None:
     first = rewrite_text(text, "gen.py", options)
     left = [
         f.code
-        for f in check_source(first.text.encode(), "gen.py")
+        for f in lint_source(first.text.encode(), "gen.py")
         if f.code in ("KVI001", "KVI002")
     ]
     assert left == [], first.text

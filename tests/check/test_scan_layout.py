@@ -274,9 +274,9 @@ def test_every_file_of_the_latest_release_agrees(latest_package, found, expected
     ids=["class body", "function body"],
 )
 def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> None:
-    from lint_plugin.linter import check_source
+    from lint_plugin.linter import lint_source
 
-    (finding,) = check_source(source.encode(), "m.py")
+    (finding,) = lint_source(source.encode(), "m.py")
     assert (
         finding.code == "KVI001"
         and finding.row == source.count("\n", 0, source.index("seq_lens_sum *")) + 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from corpus import BACKENDS
 
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 # (file, row, code) of every site in 0.5.12.post1's four backends.
 EXPECTED_OLD = {
@@ -32,7 +32,7 @@ EXPECTED_OLD = {
 def findings_in(folder: Path) -> set[tuple[str, int, str]]:
     found = set()
     for path in sorted(folder.rglob("*.py")):
-        for finding in check_source(path.read_bytes(), str(path)):
+        for finding in lint_source(path.read_bytes(), str(path)):
             found.add((str(path.relative_to(folder)), finding.row, finding.code))
     return found
 
@@ -41,7 +41,7 @@ def test_old_backends_have_exactly_the_twelve_sites(old_attention: Path) -> None
     found = set()
     for name in BACKENDS:
         path = old_attention / name
-        found |= {(name, f.row, f.code) for f in check_source(path.read_bytes(), name)}
+        found |= {(name, f.row, f.code) for f in lint_source(path.read_bytes(), name)}
     assert found == EXPECTED_OLD
     assert Counter(code for _, _, code in found) == {
         "KVI001": 4,
@@ -87,7 +87,7 @@ def test_flake8_reports_what_check_reports(
     paths = [folder / name for name in BACKENDS]
     expected = set()
     for path in paths:
-        for f in check_source(path.read_bytes(), str(path)):
+        for f in lint_source(path.read_bytes(), str(path)):
             expected.add((path.name, f.row, f.column, f.code))
     assert _flake8(paths, folder) == expected
     assert len(expected) == (12 if version == "old" else 0)
@@ -114,17 +114,17 @@ def test_shortcuts_never_cost_a_finding(whole_package: Path, shard: int) -> None
     import warnings
 
     from lint_plugin.engine.source import Source
-    from lint_plugin.linter import analyze
+    from lint_plugin.linter import lint_tree
 
     checked = 0
     for path in sorted(whole_package.rglob("*.py"))[shard::SHARDS]:
         data = path.read_bytes()
-        fast = check_source(data, str(path))
+        fast = lint_source(data, str(path))
         text = data.decode("utf-8-sig")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the package's own invalid escapes
             tree = ast.parse(text)
-        slow = analyze(tree, Source(text), str(path), rows=None)
+        slow = lint_tree(tree, Source(text), str(path), rows=None)
         key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
         assert sorted(map(key, fast)) == sorted(map(key, slow)), path
         checked += 1
@@ -172,7 +172,7 @@ def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
             data = path.read_bytes()
             key = (hashlib.sha256(data).digest(), str(path.relative_to(root)))
             if key not in codes:
-                codes[key] = [f.code for f in check_source(data, str(path))]
+                codes[key] = [f.code for f in lint_source(data, str(path))]
             for code in codes[key]:
                 assert path.name in BACKENDS, (version, path, code)
                 found[(path.name, code)] += 1

@@ -14,7 +14,7 @@ from corpus import BACKENDS
 
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 HELPERS = (USED_LEN, BUFFER_WIDTH)
 
@@ -76,8 +76,8 @@ def test_each_call_site_is_upstreams(rewritten, name: str) -> None:
 @pytest.mark.parametrize("name", BACKENDS)
 def test_rewritten_files_are_clean_compile_and_are_stable(rewritten, name: str) -> None:
     _, safe, unsafe, _ = rewritten[name]
-    assert [f.code for f in check_source(safe.text.encode(), name)] == ["KVI003"]
-    assert check_source(unsafe.text.encode(), name) == []
+    assert [f.code for f in lint_source(safe.text.encode(), name)] == ["KVI003"]
+    assert lint_source(unsafe.text.encode(), name) == []
     compile(unsafe.text, name, "exec")
     assert not rewrite_text(unsafe.text, name, Options(unsafe_fixes=True)).changed
 

@@ -17,7 +17,7 @@ from corpus import BACKENDS
 from lint_plugin.config.selection import Layer, build_selection
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.rules import OPT_IN
 
 
@@ -46,7 +46,7 @@ def test_opt_in_finds_exactly_the_two_unguarded_launches(refactored: Path) -> No
     without = _selected(())
     for name in BACKENDS:
         text = (refactored / name).read_text()
-        for finding in check_source(text.encode(), name, Settings(opt_in=OPT_IN)):
+        for finding in lint_source(text.encode(), name, Settings(opt_in=OPT_IN)):
             if with_kvi006(finding):
                 found.append(
                     (name, finding.code, _enclosing_function(text, finding.row))
@@ -117,7 +117,7 @@ def test_unsafe_fix_inserts_flashinfers_guard(refactored: Path, tmp_path: Path) 
             "assert_buffer_fits," in fixed.text
         )
         assert rewrite_text(fixed.text, name, options).text == fixed.text
-        assert [f.code for f in check_source(fixed.text.encode(), name)] == [], (
+        assert [f.code for f in lint_source(fixed.text.encode(), name)] == [], (
             "fixed file is clean"
         )
         # SGLang's black 24.10 and isort keep the guard and the imports as

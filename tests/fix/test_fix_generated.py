@@ -48,7 +48,7 @@ from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import FileError
 from lint_plugin.fix.command import fix_file
 from lint_plugin.fix.rewrite import Options
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_GENERATED", "2000"))
@@ -281,7 +281,7 @@ def decoded(data: bytes) -> str:
 
 
 def findings(data: bytes) -> list:
-    return check_source(decoded(data).encode(), "generated.py", SETTINGS)
+    return lint_source(decoded(data).encode(), "generated.py", SETTINGS)
 
 
 def comments(text: str) -> Counter[str]:

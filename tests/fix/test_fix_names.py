@@ -13,7 +13,7 @@ import pytest
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.gate.verify import NotEqual, verify
 from lint_plugin.fix.rewrite import Options, RewriteRefused, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 H = "helpers"  # the helpers module
 USED = "draft_kv_indices_used_len"
@@ -280,7 +280,7 @@ def test_evaluation_order_is_kept_or_there_is_no_fix(
     formula: str, expected: str | None
 ) -> None:
     source = function(f"return {formula}", "seq_lens_sum, topk, bs, num_steps, pad")
-    (finding,) = check_source(source.encode(), "m.py", Settings(helpers_module=H))
+    (finding,) = lint_source(source.encode(), "m.py", Settings(helpers_module=H))
     result = rewrite_text(source, "m.py", OPTIONS)
     if expected is None:
         assert finding.fix is None and result.text == source
@@ -301,7 +301,7 @@ def test_evaluation_order_is_kept_or_there_is_no_fix(
 def test_a_formula_in_an_annotation_is_reported_not_fixed(source: str) -> None:
     for postponed in ("", "from __future__ import annotations\n"):
         text = postponed + source
-        (finding,) = check_source(text.encode(), "m.py", Settings(helpers_module=H))
+        (finding,) = lint_source(text.encode(), "m.py", Settings(helpers_module=H))
         assert finding.code == "KVI001" and finding.fix is None
         assert rewrite_text(text, "m.py", OPTIONS).text == text
 
@@ -310,7 +310,7 @@ def test_a_formula_printed_by_an_f_string_equals_is_kept() -> None:
     """``f"{expr=}"`` prints the expression's text: that site has no fix, the
     file's other sites are still fixed."""
     source = function(f'return f"{{{FORMULA}=}}", f"{{{FORMULA}}}"')
-    found = check_source(source.encode(), "m.py", Settings(helpers_module=H))
+    found = lint_source(source.encode(), "m.py", Settings(helpers_module=H))
     assert [f.fix is None for f in found] == [True, False]
     result = rewrite_text(source, "m.py", OPTIONS)
     assert f'f"{{{FORMULA}=}}", f"{{{CALL}}}"' in result.text

@@ -20,7 +20,7 @@ from lint_plugin.fix import edits, formatting, rewrite
 from lint_plugin.fix.command import fix_file
 from lint_plugin.fix.gate.oracle import equivalent
 from lint_plugin.fix.rewrite import Options
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 # The issue's minimal case: two rewrites on neighbouring lines, the lower one
 # moving a comment.
@@ -207,7 +207,7 @@ def test_valid_code_is_rewritten_to_the_same_value(tmp_path: Path, body: str) ->
     path = fix(tmp_path, source)
     written = path.read_text()
     assert written != source
-    assert check_source(written.encode(), "m.py") == []  # nothing left, one run
+    assert lint_source(written.encode(), "m.py") == []  # nothing left, one run
     assert values(written) == values(source)
     again = fix_file(str(path), Options(helpers_module=HELPERS), write=False)
     assert not again[2].changed  # a second run changes nothing
@@ -220,13 +220,13 @@ def test_code_in_strings_is_neither_reported_nor_rewritten(tmp_path: Path) -> No
         'X = """\ndef f(seq_lens_sum, topk, bs, num_steps):\n'
         '    return seq_lens_sum * topk + bs * num_steps\n"""\n'
     )
-    assert check_source(source.encode(), "m.py") == []
+    assert lint_source(source.encode(), "m.py") == []
     assert fix(tmp_path, source).read_text() == source
 
 
 def test_no_fix_writes_a_kvi004_call(tmp_path: Path) -> None:
     source = FUNCTION + "    return seq_lens_sum * self.topk + self.topk * num_steps\n"
-    (finding,) = check_source(source.encode(), "m.py")
+    (finding,) = lint_source(source.encode(), "m.py")
     assert finding.code == "KVI001" and finding.fix is None  # reported, not fixed
     assert fix(tmp_path, source).read_text() == source
 

@@ -16,7 +16,7 @@ from shared_results import SharedResults
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 
 @pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])
@@ -34,7 +34,7 @@ def _fast(text: str, name: str, shared: SharedResults | None = None) -> list[tup
     ``shared``: computed once per session (a regression is checked by two tests)."""
 
     def compute() -> list[tuple]:
-        findings = check_source(text.encode(), name)
+        findings = lint_source(text.encode(), name)
         return sorted((f.row, f.column, f.code, f.message) for f in findings)
 
     if shared is None:
@@ -119,7 +119,7 @@ def test_fast_path_equals_a_full_walk_on_mutants(
     import ast
 
     from lint_plugin.engine.source import Source
-    from lint_plugin.linter import analyze
+    from lint_plugin.linter import lint_tree
 
     compared = 0
     for name, text in refactored.items():
@@ -127,7 +127,7 @@ def test_fast_path_equals_a_full_walk_on_mutants(
         for style in REGRESSIONS.values():
             mutant = mutate(text, site, style)
             fast = _fast(mutant, name, shared_results)
-            slow = analyze(ast.parse(mutant), Source(mutant), name, rows=None)
+            slow = lint_tree(ast.parse(mutant), Source(mutant), name, rows=None)
             key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
             assert fast == sorted(map(key, slow)), (name, style)
             compared += 1
@@ -149,7 +149,7 @@ def test_flake8_reports_what_check_reports_on_mutants(
         path.write_text(mutant)
         expected |= {
             (path.name, f.row, f.column, f.code)
-            for f in check_source(mutant.encode(), str(path))
+            for f in lint_source(mutant.encode(), str(path))
         }
     result = subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",

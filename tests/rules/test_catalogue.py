@@ -8,7 +8,7 @@ import ast
 import pytest
 from rule_snippets import codes, example_codes, snippet
 
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.rules import RULES
 
 VALID = [
@@ -67,7 +67,7 @@ def test_warnings_about_the_analysed_file_are_not_raised() -> None:
 )
 def test_a_file_with_findings_is_e999_only_when_ast_rejects_it(tail, syntax_error):
     source = snippet("n = seq_lens_sum * self.topk + bs * (i + 1)\n") + "\n\n" + tail
-    found = [f.code for f in check_source(source.encode(), "x.py")]
+    found = [f.code for f in lint_source(source.encode(), "x.py")]
     assert found == (["E999"] if syntax_error else ["KVI001"])
 
 
@@ -78,4 +78,4 @@ def test_module_level_nonlocal_is_not_e999() -> None:
     with pytest.raises(SyntaxError):
         compile(source, "x.py", "exec")
     ast.parse(source)  # flake8's parse accepts it
-    assert [f.code for f in check_source(source.encode(), "x.py")] == ["KVI001"]
+    assert [f.code for f in lint_source(source.encode(), "x.py")] == ["KVI001"]

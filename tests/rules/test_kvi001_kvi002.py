@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from rule_snippets import codes, snippet
 
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_variants(body: str, expected: list[str]) -> None:
 
 
 def test_findings_point_at_the_expression_start() -> None:
-    (finding,) = check_source(
+    (finding,) = lint_source(
         snippet(
             "n = (\n    seq_lens_sum * self.topk\n    + bs * (i + 1)\n)\n"
         ).encode(),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from rule_snippets import codes, full_walk_codes
 
+from lint_plugin.engine.roles import OTHER_PER_STEP_BUFFERS
+
 
 def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:
     source = (
@@ -87,3 +89,26 @@ def test_unsized_allocation_forms(call: str, expected: list[str]) -> None:
         f"        self.cuda_graph_kv_indices = {call}\n"
     )
     assert codes(source) == expected
+
+
+OTHER_BUFFER_NAMES = [
+    pytest.param(f"self.cuda_graph_{word}{suffix}", id=f"{buffer}-{word}")
+    for buffer, words in OTHER_PER_STEP_BUFFERS.items()
+    for word in words
+    for suffix in ("", "_buf")
+]
+
+
+@pytest.mark.parametrize("target", OTHER_BUFFER_NAMES)
+def test_another_per_step_buffer_is_not_a_kv_indices_row(target: str) -> None:
+    """The same unsized row assigned to any name of another per-step buffer
+    (engine.roles.OTHER_PER_STEP_BUFFERS) is not KVI003's; to a kv_indices name
+    it is."""
+    source = (
+        "import torch\n\nclass XMultiStepDraftBackend:\n"
+        "    def init_cuda_graph_state(self, max_bs):\n"
+        "        width = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)\n"
+        "        {target} = torch.zeros((self.speculative_num_steps, max_bs * self.max_context_len))\n"
+    )
+    assert codes(source.format(target=target)) == []
+    assert codes(source.format(target="self.cuda_graph_kv_indices")) == ["KVI003"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lint_plugin.engine.settings import Settings
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 HELPER_DEFINITIONS = (
     "def draft_kv_indices_buffer_width(num_seqs, topk, max_context_len):\n"
@@ -24,14 +24,14 @@ HELPER_DEFINITIONS = (
     ],
 )
 def test_helper_definitions_in_the_helpers_module_are_not_findings(path) -> None:
-    assert check_source(HELPER_DEFINITIONS.encode(), path) == []
+    assert lint_source(HELPER_DEFINITIONS.encode(), path) == []
 
 
 @pytest.mark.parametrize(
     "path", ["snippet.py", "sglang/srt/layers/attention/spec_utils.py", "utils.py"]
 )
 def test_helper_definitions_elsewhere_are_kvi005(path) -> None:
-    found = check_source(HELPER_DEFINITIONS.encode(), path)
+    found = lint_source(HELPER_DEFINITIONS.encode(), path)
     assert [(f.code, f.row) for f in found] == [("KVI005", 1), ("KVI005", 5)]
 
 
@@ -39,12 +39,12 @@ def test_helpers_module_setting_moves_the_trusted_home() -> None:
 
     settings = Settings(helpers_module="mypkg.sizes")
     assert (
-        check_source(HELPER_DEFINITIONS.encode(), "src/mypkg/sizes.py", settings) == []
+        lint_source(HELPER_DEFINITIONS.encode(), "src/mypkg/sizes.py", settings) == []
     )
-    found = check_source(
+    found = lint_source(
         HELPER_DEFINITIONS.encode(), "sglang/srt/speculative/spec_utils.py", settings
     )
     assert [f.code for f in found] == ["KVI005", "KVI005"]
     imported = b"from mypkg.sizes import draft_kv_indices_used_len\n"
-    assert check_source(imported, "a.py", settings) == []
-    assert [f.code for f in check_source(imported, "a.py")] == ["KVI005"]
+    assert lint_source(imported, "a.py", settings) == []
+    assert [f.code for f in lint_source(imported, "a.py")] == ["KVI005"]

@@ -14,7 +14,7 @@ from hypothesis import given
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.gate.oracle import equivalent
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 
 OPTIONS = Options(helpers_module="helpers", wrap=False)
 SETTINGS = Settings(helpers_module="helpers")  # the rewritten file imports from it
@@ -31,14 +31,14 @@ def value_text(source: str) -> str:
 
 def assert_found_rewritten_and_equal(expr: str, code: str) -> None:
     source = statement(expr)
-    (finding,) = check_source(source.encode(), "g.py")
+    (finding,) = lint_source(source.encode(), "g.py")
     assert finding.code == code
     result = rewrite_text(source, "g.py", OPTIONS)
     if finding.fix is None:
         assert "len(reqs)" in expr and not result.changed
         return
     assert result.changed and len(result.applied) == 1
-    assert check_source(result.text.encode(), "g.py", SETTINGS) == []
+    assert lint_source(result.text.encode(), "g.py", SETTINGS) == []
     assert equivalent(value_text(source), value_text(result.text)) is None
 
 
@@ -55,5 +55,5 @@ def test_buffer_width_variants_are_found_rewritten_and_equal(expr: str) -> None:
 @given(near_miss())
 def test_near_misses_are_never_rewritten(expr: str) -> None:
     source = statement(expr)
-    assert check_source(source.encode(), "g.py") == []
+    assert lint_source(source.encode(), "g.py") == []
     assert rewrite_text(source, "g.py", OPTIONS).text == source

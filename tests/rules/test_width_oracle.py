@@ -44,7 +44,7 @@ from width_programs import (
 from lint_plugin.engine.analysis import walk
 from lint_plugin.engine.source import Source
 from lint_plugin.flake8_plugin import KviChecker
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.rules import DECISIONS
 from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 from lint_plugin.rules._inline_formulas import report_inline_formulas
@@ -114,7 +114,7 @@ def test_widths_agree_with_execution(shard: int) -> None:
             decide(facts, reporter)
         whole = reporter.findings
         if COUNTS["programs"] % 2 == 0:  # check's regions, on half of them
-            assert _key(check_source(text.encode(), "gen.py")) == _key(whole), text
+            assert _key(lint_source(text.encode(), "gen.py")) == _key(whole), text
         if COUNTS["programs"] % 5 == 0:  # flake8's own path, on a fifth of them
             checker = KviChecker(ast.parse(text), "gen.py", text.splitlines(True))
             flake8 = sorted((r, c + 1, m.split()[0]) for r, c, m, _ in checker.run())

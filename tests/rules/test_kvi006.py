@@ -11,7 +11,7 @@ import pytest
 from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.guard_home import guard_module_for
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.linter import check_source
+from lint_plugin.linter import lint_source
 from lint_plugin.rules import OPT_IN
 from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND
 
@@ -25,7 +25,7 @@ def backend(guard: str) -> str:
 
 
 def kvi006(text: str) -> list[str]:
-    found = check_source(text.encode(), "b.py", Settings(opt_in=OPT_IN))
+    found = lint_source(text.encode(), "b.py", Settings(opt_in=OPT_IN))
     return [f.message for f in found if f.code == "KVI006"]
 
 
