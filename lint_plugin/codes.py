@@ -15,17 +15,22 @@ import re
 RULE_MODULE = re.compile(r"(kvi\d{3})_\w+")  # a rule's module; its code upper-cased
 
 
+_FOLDER: list[str] = []  # found once: the catalogue, the byte test and the cache ask
+
+
 def rules_folder() -> str:
-    import lint_plugin
+    """Where the rule modules are (``lint_plugin/rules``, installed or mapped)."""
+    if not _FOLDER:
+        import lint_plugin
 
-    folder = os.path.join(os.path.dirname(lint_plugin.__file__), "rules")
-    if os.path.isdir(folder):
-        return folder
-    # An editable install maps the rules elsewhere (pyproject's package-dir).
-    from importlib.util import find_spec
+        folder = os.path.join(os.path.dirname(lint_plugin.__file__), "rules")
+        if not os.path.isdir(folder):
+            # An editable install maps the rules elsewhere (pyproject's package-dir).
+            from importlib.util import find_spec
 
-    spec = find_spec("lint_plugin.rules")
-    return spec.submodule_search_locations[0]
+            folder = find_spec("lint_plugin.rules").submodule_search_locations[0]
+        _FOLDER.append(folder)
+    return _FOLDER[0]
 
 
 def code_of(module_name: str) -> str:

@@ -14,10 +14,9 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin.engine.analysis import walk
-from lint_plugin.engine.flow import symbolic
+from lint_plugin.engine.flow import row_sizing, symbolic
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source
-from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 
 
 class NothingToExplain(ValueError):
@@ -48,7 +47,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
         raise NothingToExplain(
             f"{path}:{row}: no torch allocation in a class spans this row"
         )
-    order = (kvi003.UNSIZED, kvi003.NOT_JUDGED, kvi003.SIZED, "not a row")
+    order = (row_sizing.UNSIZED, row_sizing.NOT_JUDGED, row_sizing.SIZED, "not a row")
     worst = min(verdicts, key=order.index)
     return "\n".join(lines) + "\n", worst
 
@@ -68,7 +67,7 @@ def _allocation(allocation, cls, reporter, source: Source, path: str) -> list[st
     )
     lines.append(f"  in {cls.node.name}.{function} ({kind})")
     topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
-    judgement = kvi003.judge(allocation, reporter.analysis, topk)
+    judgement = row_sizing.judge(allocation, reporter.analysis, topk)
     if judgement is None:
         lines.append(
             "  not a kv_indices row: no path is per step with a context size "
@@ -81,9 +80,9 @@ def _allocation(allocation, cls, reporter, source: Source, path: str) -> list[st
         lines += list(_path(verdict, index, len(paths), source))
     final = judgement.verdict if cls.is_draft_backend else "not a row"
     shown = {
-        kvi003.UNSIZED: "unsized (KVI003)",
-        kvi003.NOT_JUDGED: "not judged (no finding)",
-        kvi003.SIZED: "sized",
+        row_sizing.UNSIZED: "unsized (KVI003)",
+        row_sizing.NOT_JUDGED: "not judged (no finding)",
+        row_sizing.SIZED: "sized",
         "not a row": "not judged by KVI003 (not a draft backend)",
     }[final]
     lines.append(f"  verdict: {shown}")
@@ -103,9 +102,9 @@ def _path(verdict, index: int, total: int, source: Source) -> Iterator[str]:
         yield f"    when {'' if positive else 'not '}{text}"
     if verdict.goal is not None:
         yield f"    needs at least {symbolic.render(verdict.goal)}"
-    if verdict.verdict == kvi003.SIZED:
+    if verdict.verdict == row_sizing.SIZED:
         yield "    sized: at least that for all positive sizes (proven)"
-    elif verdict.verdict == kvi003.UNSIZED:
-        yield f"    unsized: {kvi003.describe_witness(verdict)}"
+    elif verdict.verdict == row_sizing.UNSIZED:
+        yield f"    unsized: {row_sizing.describe_witness(verdict)}"
     else:
         yield f"    not judged: {verdict.reason}"

@@ -24,9 +24,10 @@ RULE = Rule(
 ## What it does
 Finds a call to `draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)` or
 `draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)` where an argument
-whose name says what it is (a topk, a seq_lens_sum, a max_context_len, a
-num_steps, or a token count) sits in another parameter's place, positionally or by
-keyword. An argument is read by the value it holds, on every path (`k = self.topk`
+whose name says what it is (a topk, a seq_lens_sum, a max_context_len or a
+num_steps) sits in another parameter's place, positionally or by keyword, or a
+token count (`max_num_tokens`: sequences times topk already) is passed as
+`num_seqs`. A token count is right as `bs`, which is one. An argument is read by the value it holds, on every path (`k = self.topk`
 is a topk, `topk = 1` is not), through the width analysis KVI003 uses. One
 finding per call names every misplaced argument, so a swapped pair is one finding.
 

@@ -29,7 +29,7 @@ USED_LEN_SITE = (
 SAFETY = {"1": "safe", "2": "safe", "3": "unsafe"}  # KVI004: no fix
 
 
-def fake_check_source(
+def fake_lint_source(
     data: bytes, path: str, settings=None, notes=None, syntax_check=None
 ) -> list[Finding]:
     try:
@@ -71,7 +71,7 @@ class Result:
 
 @pytest.fixture
 def fake_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(linter, "lint_source", fake_check_source)
+    monkeypatch.setattr(linter, "lint_source", fake_lint_source)
 
 
 @pytest.fixture

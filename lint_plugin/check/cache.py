@@ -55,16 +55,13 @@ def _hasher():
 def _code_fingerprint() -> str:
     """One name per build of this tool: its version, the interpreter's, and every
     module's size and modification time (the rule modules included)."""
+    import sys
+
     import lint_plugin
+    from lint_plugin.codes import rules_folder
 
     folders = list(lint_plugin.__path__)
-    rules = os.path.join(folders[0], "rules")
-    if not os.path.isdir(rules):  # an editable install maps the rules elsewhere
-        from importlib.util import find_spec
-
-        spec = find_spec("lint_plugin.rules")
-        rules = spec.submodule_search_locations[0] if spec else rules
-    import sys
+    rules = rules_folder()  # an editable install maps the rules elsewhere
 
     hasher = _hasher()
     # The interpreter too: what parses (E999) differs between Python versions,

@@ -102,7 +102,10 @@ class _Reader:
         while self.peek() != ")":
             if self.peek() == "*":
                 self.take("*")
-                items.extend(self.value())
+                spliced = self.value()
+                if not isinstance(spliced, tuple):
+                    raise self.fail(f"splices {spliced!r}, which is not a tuple")
+                items.extend(spliced)
                 comma = True
             else:
                 items.append(self.value())
@@ -120,14 +123,20 @@ class _Reader:
         positional: list = []
         keywords: dict = {}
         while self.peek() != ")":
+            if self.peek() is None:
+                raise self.fail("ends too early")
             kind, text = self.tokens[self.at]
             following = (
                 self.tokens[self.at + 1][1] if self.at + 1 < len(self.tokens) else None
             )
             if kind == "name" and following == "=":
+                if text in keywords:
+                    raise self.fail(f"repeats the keyword {text!r}")
                 self.take()
                 self.take("=")
                 keywords[text] = self.value()
+            elif keywords:
+                raise self.fail("has a positional argument after a keyword")
             else:
                 positional.append(self.value())
             if self.peek() == ",":

@@ -72,12 +72,12 @@ _PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
 # name holding one is not judged as kv_indices (KVI003); a rule about one of
 # these buffers (kv_indptr rows, say) reads its words here.
 OTHER_PER_STEP_BUFFERS: dict[str, tuple[str, ...]] = {
+    "qo_indptr": ("qo_",),  # before kv_indptr: `qo_indptr` names this one
     "kv_indptr": ("indptr",),
     "custom_mask": ("mask",),
     "kv_last_page_len": ("last_page",),
     "seq_lens": ("seq_lens",),
     "positions": ("positions",),
-    "qo_indptr": ("qo_",),
 }
 
 

@@ -79,14 +79,14 @@ def test_usage_error_exits_2_with_one_line(tree, run):
 def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
     tree, run, monkeypatch
 ):
-    from cli_helpers import fake_check_source
+    from cli_helpers import fake_lint_source
 
     from lint_plugin import linter
 
     def explode_on_b(data: bytes, path: str, settings=None, **engine_options):
         if path.endswith("b.py"):
             raise RuntimeError("boom")
-        return fake_check_source(data, path)
+        return fake_lint_source(data, path)
 
     monkeypatch.setattr(linter, "lint_source", explode_on_b)
     write(tree / "a.py", "x = kvi001_here\n")

@@ -58,6 +58,12 @@ INVALID = [
     ("NEEDS = (('x',),)\n", "is not one Needs(...) call"),
     ("NEEDS = Needs(()) + 1\n", "not read"),
     ("NEEDS = Needs((\n", "ends too early"),
+    ("NEEDS = Needs(", "ends too early"),
+    ("NEEDS = Needs((),", "ends too early"),
+    ("NEEDS = Needs(((*Role.TOPK,),))\n", "which is not a tuple"),
+    ("NEEDS = Needs(((*Needs(()),),))\n", "which is not a tuple"),
+    ("NEEDS = Needs(where='class', ())\n", "positional argument after a keyword"),
+    ("NEEDS = Needs((), where='a', where='b')\n", "repeats the keyword 'where'"),
 ]
 
 

@@ -42,11 +42,11 @@ from width_programs import (
 )
 
 from lint_plugin.engine.analysis import walk
+from lint_plugin.engine.flow import row_sizing
 from lint_plugin.engine.source import Source
 from lint_plugin.flake8_plugin import KviChecker
 from lint_plugin.linter import lint_source
 from lint_plugin.rules import DECISIONS
-from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
@@ -108,7 +108,7 @@ def test_widths_agree_with_execution(shard: int) -> None:
         COUNTS["truly unsized" if unsized else "truly sized"] += 1
 
         facts, reporter = walk(ast.parse(text), Source(text), "gen.py")
-        found = kvi003.judgements(facts, reporter)
+        found = row_sizing.judgements(facts, reporter.analysis)
         report_inline_formulas(facts, reporter)
         for _, decide in DECISIONS:
             decide(facts, reporter)
@@ -125,13 +125,13 @@ def test_widths_agree_with_execution(shard: int) -> None:
         verdict = judgement.verdict if judgement is not None else "not a row"
         COUNTS[verdict] += 1
         reported = [f for f in whole if f.code == "KVI003"]
-        assert bool(reported) == (verdict == kvi003.UNSIZED), (verdict, text)
-        if verdict == kvi003.UNSIZED:
+        assert bool(reported) == (verdict == row_sizing.UNSIZED), (verdict, text)
+        if verdict == row_sizing.UNSIZED:
             witness = judgement.unsized[0].witness
             confirmed = unsized or _unsized_at(cls, program, witness)
             assert confirmed, f"called unsized, never unsized ({witness}):\n{text}"
             COUNTS["agree"] += 1
-        elif verdict == kvi003.SIZED:
+        elif verdict == row_sizing.SIZED:
             assert not unsized, f"called sized, unsized when run:\n{text}"
             COUNTS["agree"] += 1
         elif unsized:
@@ -149,14 +149,14 @@ def test_widths_agree_with_execution(shard: int) -> None:
         run()
     finally:
         total = COUNTS["programs"] or 1
-        judged = COUNTS[kvi003.SIZED] + COUNTS[kvi003.UNSIZED]
+        judged = COUNTS[row_sizing.SIZED] + COUNTS[row_sizing.UNSIZED]
         print(
             f"\nwidth oracle (shard {shard + 1}/{SHARDS}): "
             f"{COUNTS['programs']} programs "
             f"({COUNTS['truly unsized']} unsized when run, "
             f"{COUNTS['truly sized']} sized); analysis: "
-            f"{COUNTS[kvi003.UNSIZED]} unsized, {COUNTS[kvi003.SIZED]} sized, "
-            f"{COUNTS[kvi003.NOT_JUDGED]} not judged, {COUNTS['not a row']} not a "
+            f"{COUNTS[row_sizing.UNSIZED]} unsized, {COUNTS[row_sizing.SIZED]} sized, "
+            f"{COUNTS[row_sizing.NOT_JUDGED]} not judged, {COUNTS['not a row']} not a "
             f"row ({100 * (total - judged) / total:.1f}% not judged); "
             f"{COUNTS['agree']} agree with execution, "
             f"{COUNTS['unsized, not judged (opaque parts)']} unsized left not judged "
@@ -165,4 +165,4 @@ def test_widths_agree_with_execution(shard: int) -> None:
         spellings = {k[9:]: v for k, v in COUNTS.items() if k.startswith("spelling ")}
         print(f"spellings: {dict(sorted(spellings.items()))}")
     assert COUNTS["programs"] >= min(SHARE, 2000 // SHARDS) * 0.9
-    assert COUNTS[kvi003.UNSIZED] > 0 and COUNTS[kvi003.SIZED] > 0
+    assert COUNTS[row_sizing.UNSIZED] > 0 and COUNTS[row_sizing.SIZED] > 0

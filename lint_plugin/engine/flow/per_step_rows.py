@@ -6,7 +6,7 @@ tuple, a list, ``torch.Size``, starred parts, concatenation, a shape variable,
 ``size=``, varargs), and a buffer is per step when its first dimension is a step count,
 a flat buffer is steps times a row, a flat buffer is viewed per step, or a row is made
 once per step (a comprehension or a loop over the steps). KVI003 judges each row's width
-(:mod:`rules.kvi003_unsized_draft_buffer`).
+(:mod:`lint_plugin.engine.flow.row_sizing`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,405 @@
+"""Is a per-step row at least ``num_seqs * topk * context`` on every path?
+
+KVI003's judgement, kept with the width analysis it reads: each allocation of a
+draft backend is read as rows, one per path
+(:mod:`lint_plugin.engine.flow.per_step_rows`);
+a row is ``sized`` when it is at least the goal for all positive sizes
+(:func:`lint_plugin.engine.flow.bounds.proves`), ``unsized`` when a binding shows
+it smaller (:func:`lint_plugin.engine.flow.bounds.find_witness`), and ``not judged``
+otherwise. The rule (``rules/kvi003_unsized_draft_buffer.py``) reports from these
+verdicts, and ``check --explain`` shows them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+from lint_plugin.engine.facts import Allocation, ModuleFacts
+from lint_plugin.engine.flow import symbolic
+from lint_plugin.engine.flow.bounds import evaluable, find_witness, proves, values_of
+from lint_plugin.engine.flow.dataflow import literal_order
+from lint_plugin.engine.flow.per_step_rows import Row, allocation_rows
+from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
+from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.engine.formulas import BUFFER_WIDTH
+from lint_plugin.engine.roles import CONTEXT_ROLES, Role, other_buffer_of
+from lint_plugin.engine.source import one_line
+from lint_plugin.records import field, record
+
+
+@record
+class PathVerdict:
+    """One path of an allocation: its row width and what it is.
+
+    ``verdict`` is ``sized`` (a proof that the row is at least
+    ``num_seqs * topk * context`` for all positive sizes), ``unsized`` (a
+    binding where it is less: ``witness``), or ``not judged`` (``reason``)."""
+
+    row: Row
+    verdict: str
+    goal: Expr | None = None
+    witness: dict | None = None
+    reason: str = ""
+    conditions: list = field(default_factory=list)  # (text, polarity) shown
+
+
+@record
+class Judgement:
+    allocation: Allocation
+    paths: list
+
+    @property
+    def unsized(self) -> list[PathVerdict]:
+        return [p for p in self.paths if p.verdict == UNSIZED]
+
+    @property
+    def verdict(self) -> str:
+        kinds = {p.verdict for p in self.paths}
+        for kind in (UNSIZED, NOT_JUDGED, SIZED):
+            if kind in kinds:
+                return kind
+        return NOT_JUDGED
+
+
+SIZED, UNSIZED, NOT_JUDGED = "sized", "unsized", "not judged"
+
+
+def judgements(facts: ModuleFacts, analysis: Analysis) -> list[Judgement]:
+    """Every kv_indices row allocation of the file's draft backends, judged."""
+    found = []
+    for cls in facts.classes:
+        if not cls.is_draft_backend:
+            continue
+        for allocation in cls.allocations:
+            judgement = judge(allocation, analysis, f"self.{cls.topk_attr}")
+            if judgement is not None:
+                found.append(judgement)
+    return found
+
+
+def judge(
+    allocation: Allocation, analysis, topk_text: str = "topk"
+) -> Judgement | None:
+    """None when the allocation is no kv_indices row: not per step, another
+    per-step buffer (by its name), or no path of its width holds a context
+    size. A row none of whose paths names one, but one that cannot be
+    evaluated, assigned to a ``kv_indices`` name, is not judged."""
+    if allocation.target and other_buffer_of(allocation.target):
+        return None
+    rows = allocation_rows(analysis, allocation.function, allocation.call)
+    if rows is None:
+        return None
+    if not any(_contexts(r.width) for r in rows):
+        opaque = [r for r in rows if not evaluable(r.width)]
+        if not opaque or "kv_indices" not in (allocation.target or ""):
+            return None
+        texts = sorted(
+            {s.text for r in opaque for s in symbolic.symbols(r.width) if s.opaque}
+        )
+        reason = f"no context size on any path, and `{texts[0]}` cannot be evaluated"
+        paths = [PathVerdict(r, NOT_JUDGED, reason=reason) for r in opaque[:1]]
+        return Judgement(allocation, paths)
+    # Paths to the same width from the same definitions differ only in the
+    # branches they took: judged once, as one path, under each set of conditions.
+    groups: dict[tuple, list[Row]] = {}
+    for row in rows:
+        key = (row.width, row.rows, id(row.site and row.site[0]), row.how)
+        groups.setdefault(key, []).append(row)
+    paths = [
+        p
+        for p in (_judge_group(g, analysis, topk_text) for g in groups.values())
+        if p is not None
+    ]
+    if not paths:
+        return None
+    # One order whatever tree the nodes came from (a region's, the whole file's):
+    # the message names the first unsized path.
+    paths.sort(key=_path_order)
+    return Judgement(allocation, paths)
+
+
+def _path_order(path: PathVerdict) -> tuple:
+    return (
+        path.row.rows,
+        symbolic.render(path.row.width),
+        sorted(path.conditions),
+        path.verdict,
+    )
+
+
+def _contexts(width: Expr) -> list[Expr]:
+    """The context sizes a width is made of: context-sized symbols, and what a
+    call of the width helper was given as its ``max_context_len``."""
+    found: list[Expr] = []
+    for sym in symbolic.symbols(width):
+        if sym.role in CONTEXT_ROLES and sym not in found:
+            found.append(sym)
+    stack = [width]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Op):
+            if node.kind == "helper" and node.info == BUFFER_WIDTH:
+                context = node.args[2]
+                if context not in found and not any(
+                    s.role in CONTEXT_ROLES for s in symbolic.symbols(context)
+                ):
+                    found.append(context)
+            stack.extend(node.args)
+    return found
+
+
+def _judge_group(group: list[Row], analysis, topk_text: str) -> PathVerdict | None:
+    """One width reached under one or more sets of branch conditions; None when
+    no set can be taken (its conditions contradict, or no value satisfies them)."""
+    width = group[0].width
+    goals, goal, reason = _goals(width, topk_text)
+    variants = [(row, _conditions(row, analysis)) for row in group]
+    variants = [(row, c) for row, c in variants if c is not None]
+    if not variants:
+        return None
+    row, (_, shown) = variants[0]
+    verdict = PathVerdict(row, NOT_JUDGED, goal, conditions=shown)
+    if len(variants) > 1:
+        verdict.conditions = []  # several sets of branches lead here
+    if goal is None:
+        verdict.reason = reason
+        return verdict
+    if proves(width, goals):
+        verdict.verdict = SIZED
+        return verdict
+    opaque = sorted({s.text for s in symbolic.symbols(width) if s.opaque})
+    undecided = False
+    taken = False
+    for row, (conds, shown) in variants:
+        if conds and _proven(width, goals, conds):
+            taken = True  # sized wherever it is taken
+            continue
+        if opaque:
+            undecided = taken = True
+            continue
+        witness = find_witness(width, goal, conds)
+        if witness is not None:
+            return PathVerdict(row, UNSIZED, goal, witness, conditions=shown)
+        if _satisfiable(width, goal, conds):
+            undecided = taken = True
+    if not taken:
+        return None  # no binding takes any of these paths
+    if undecided:
+        verdict.reason = (
+            f"`{opaque[0]}` cannot be evaluated"
+            if opaque
+            else "neither a proof that it is large enough nor a case where it is not"
+        )
+        return verdict
+    verdict.verdict = SIZED
+    return verdict
+
+
+def _goals(width: Expr, topk_text: str):
+    """``(goals, goal, reason)``: what the row must hold, as one polynomial per
+    context size it is made of and as the least of them; no goal and the reason
+    when the width names no sequence count but may hold one in disguise."""
+    syms = list(symbolic.symbols(width))
+    topk = next((s for s in syms if s.role is Role.TOPK), None) or symbolic.role_symbol(
+        Role.TOPK, topk_text
+    )
+    contexts = _contexts(width) or [
+        symbolic.role_symbol(Role.MAX_CONTEXT_LEN, "max_context_len")
+    ]
+    count = next((s for s in syms if s.role is Role.NUM_SEQS), None)
+    if count is None:
+        opaque = sorted({s.text for s in syms if s.opaque})
+        if opaque:
+            return [], None, f"`{opaque[0]}` cannot be evaluated"
+        unknown = sorted({s.text for s in syms if s.role is None})
+        if unknown:
+            return (
+                [],
+                None,
+                f"no sequence count in the width, and `{unknown[0]}` may be one",
+            )
+        count = symbolic.role_symbol(Role.NUM_SEQS, "num_seqs")
+    goals = [symbolic.mul(count, topk, c) for c in contexts]
+    if len(goals) == 1:
+        return goals, goals[0], ""
+    return goals, symbolic.mul(count, topk, Op("min", tuple(contexts))), ""
+
+
+def _satisfiable(width, goal, conds) -> bool:
+    """Do some small positive values take the path (a few hundred tried)?"""
+    if not conds:
+        return True
+    for binding in itertools.islice(_sample(width, goal, conds), 300):
+        try:
+            if all(holds(c, binding) == want for c, want in conds):
+                return True
+        except symbolic.Undefined:
+            continue
+    return False
+
+
+def _sample(width, goal, conds):
+    from lint_plugin.engine.flow.bounds import bindings
+
+    keys = sorted(
+        {
+            s.key
+            for e in (width, goal, *(c for c, _ in conds))
+            for s in symbolic.symbols(e)
+        }
+    )
+    yield from bindings(keys)
+
+
+def _conditions(row: Row, analysis):
+    """``(evaluable conditions, shown conditions)`` of a path, or None when its
+    conditions contradict each other (``flag`` and ``not flag``, an opaque test
+    taken both ways, ``a and b`` with ``not a``)."""
+    evaluable_conds = []
+    shown = []
+    tests = []  # every condition, as a formula of its tests (for consistency)
+    for cond in sorted(row.conds, key=literal_order):
+        expr, positive = analysis.condition(cond)
+        if expr is None:
+            tests.append((("opaque", cond[0], id(cond[1]), id(cond[3])), positive))
+            continue
+        tests.append((expr, positive))
+        if _evaluable_condition(expr):
+            if (expr, positive) not in evaluable_conds:
+                evaluable_conds.append((expr, positive))
+                shown.append((symbolic.render(expr), positive))
+        elif (symbolic.render(expr), positive) not in shown:
+            shown.append((symbolic.render(expr), positive))
+    if not _consistent(tests):
+        return None
+    for expr, positive in evaluable_conds:
+        if not any(symbolic.symbols(expr)):
+            try:
+                if holds(expr, {}) != positive:
+                    return None
+            except symbolic.Undefined:
+                pass
+    return evaluable_conds, shown
+
+
+_MAX_ATOMS = 12  # tests of one path tried every way (4,096 at most)
+
+
+def _consistent(tests: list) -> bool:
+    """Can every condition hold at once, each test (a comparison, a flag, an
+    opaque test) free to go either way? Past ``_MAX_ATOMS`` tests only a test
+    taken both ways is a contradiction. Comparisons are decided again by the
+    values (``_satisfiable``): here they are atoms like the rest."""
+    atoms: list = []
+    for formula, _ in tests:
+        for atom in _atoms(formula):
+            if atom not in atoms:
+                atoms.append(atom)
+    if len(atoms) > _MAX_ATOMS:
+        seen: dict = {}
+        for formula, positive in tests:
+            while isinstance(formula, Op) and formula.kind == "not":
+                formula, positive = formula.args[0], not positive
+            if seen.setdefault(formula, positive) != positive:
+                return False
+        return True
+    for values in itertools.product((False, True), repeat=len(atoms)):
+        truth = dict(zip(atoms, values, strict=True))
+        if all(holds(f, {}, truth.__getitem__) == positive for f, positive in tests):
+            return True
+    return False
+
+
+def _atoms(formula) -> Iterator:
+    if isinstance(formula, Op) and formula.kind in ("not", "and", "bor"):
+        for arg in formula.args:
+            yield from _atoms(arg)
+    else:
+        yield formula
+
+
+def _evaluable_condition(expr: Expr) -> bool:
+    """Decided by the symbols' values: comparisons of known values. A truth test
+    of a name of no role (a flag) is an atom, free to be either way."""
+    if not evaluable(expr):
+        return False
+    if isinstance(expr, Op) and expr.kind in ("not", "and", "bor"):
+        return all(_evaluable_condition(a) for a in expr.args)
+    if isinstance(expr, Op) and expr.kind == "truth":
+        return all(s.role is not None for s in symbolic.symbols(expr))
+    return True
+
+
+def _proven(width: Expr, goals: list[Expr], conds) -> bool:
+    """A proof, by cases over the values the path's conditions pin a symbol
+    to (``if self.topk == 1:`` on this path: topk is 1)."""
+    pins = _pins(conds)
+    if not pins:
+        return proves(width, goals)
+    keys = sorted(pins)
+    for values in itertools.product(*(pins[k] for k in keys)):
+        replaced = {
+            symbolic.Sym(k, k): Const(v) for k, v in zip(keys, values, strict=True)
+        }
+        if not proves(
+            symbolic.replace(width, replaced),
+            [symbolic.replace(g, replaced) for g in goals],
+        ):
+            return False
+    return True
+
+
+def _pins(conds) -> dict[str, list[int]]:
+    """Symbols a path's conditions allow only a few values of."""
+    single: dict[str, list] = {}
+    for expr, positive in conds:
+        keys = {s.key for s in symbolic.symbols(expr)}
+        if len(keys) == 1:
+            single.setdefault(keys.pop(), []).append((expr, positive))
+    pins = {}
+    for key, tests in single.items():
+        allowed = []
+        for value in range(1, 18):
+            try:
+                if all(holds(e, {key: value}) == want for e, want in tests):
+                    allowed.append(value)
+            except symbolic.Undefined:
+                break
+        else:
+            if 17 not in allowed and len(allowed) <= 4:
+                pins[key] = allowed
+    return pins
+
+
+def describe_path(path: PathVerdict, source) -> str:
+    """``w`` (= ``max_bs * self.max_context_len``, row 12), as the message says it."""
+    row = path.row
+    text = f"`{one_line(source.segment(row.shown))}`"
+    if row.site is not None:
+        node, scope = row.site
+        made = one_line(scope.source.segment(node))
+        if f"`{made}`" != text:
+            where = getattr(node, "lineno", 0) + scope.source.row_offset
+            text += f" (= `{made}`, row {where})"
+    elif row.rows:
+        rows = ", ".join(map(str, row.rows))
+        plural = "s" if len(row.rows) > 1 else ""
+        text += f" (= `{symbolic.render(row.width)}` through row{plural} {rows})"
+    return text
+
+
+def describe_witness(path: PathVerdict) -> str:
+    witness = path.witness or {}
+    syms = _goal_symbols(path.goal) + list(symbolic.symbols(path.row.width))
+    shown = ", ".join(f"{t}={v}" for t, v in values_of(witness, syms))
+    value = symbolic.evaluate(path.row.width, witness)
+    need = symbolic.evaluate(path.goal, witness)
+    return f"{shown} gives {value} < {need}"
+
+
+def _goal_symbols(goal: Expr) -> list:
+    """The goal's symbols in its order: count, topk, context."""
+    if isinstance(goal, Op) and goal.kind == "*":
+        return [s for a in goal.args for s in symbolic.symbols(a)]
+    return list(symbolic.symbols(goal))
