@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
     from lint_plugin.proof.triton_source import KernelSource
 
-# Only argparse-level imports up front: cli imports this module on every run,
-# check's included, and startup time is pre-commit's.
+# Only argparse-level imports up front: the proof's own modules, torch and triton
+# are imported once arguments are read (the parser is ``lint_plugin.cli.prove``).
 
 DRAFT_SUFFIX = "MultiStepDraftBackend"
 EXIT_PROVEN, EXIT_DIFFERS, EXIT_USAGE, EXIT_CANNOT_DRIVE = 0, 1, 2, 3
@@ -53,53 +53,6 @@ def install_hint() -> str:
 
     command = install_command("proof")
     return f"{NEEDS}: {command}" if command else f"{NEEDS}."
-
-
-def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "prove",
-        help="prove a rewrite changed no number (needs the [proof] extra)",
-        description=(
-            "Run the differential harness on every *MultiStepDraftBackend class "
-            "that differs between --base REV and the working tree (or between two "
-            "files OLD NEW). Exit 0 when every changed class is proven, 1 when one "
-            "differs, 3 when one cannot be driven (or a changed line never ran), "
-            "2 on usage errors or without the [proof] extra."
-        ),
-    )
-    parser.add_argument("paths", nargs="*", metavar="PATH")
-    parser.add_argument(
-        "--base", metavar="REV", help="git revision to compare the working tree with"
-    )
-    parser.add_argument(
-        "--full",
-        action="store_true",
-        help="the full grid (every num_seqs <= 4, topk, steps, and more seeded "
-        "cases over every axis; default on CUDA)",
-    )
-    kernels = parser.add_mutually_exclusive_group()
-    kernels.add_argument(
-        "--kernel",
-        metavar="FILE",
-        help="file defining generate_draft_decode_kv_indices, used for both sides "
-        "(default: the one each backend imports, in its own tree); given alone, "
-        "print the write extent derived from it and whether the helpers hold it",
-    )
-    kernels.add_argument(
-        "--reference-kernel",
-        action="store_true",
-        help="use the bundled torch reference of the kernel (knows no draft "
-        "window) instead of upstream's",
-    )
-    parser.add_argument(
-        "--graph-entry",
-        choices=("auto", "common_template"),
-        default="auto",
-        help="how the CUDA-graph capture is driven: each class's own entry "
-        "points, mapped across 0.5.13's renames (auto), or common_template "
-        "directly for both sides, replay skipped",
-    )
-    parser.set_defaults(handler=run_prove)
 
 
 @record(frozen=True)

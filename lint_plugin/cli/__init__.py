@@ -44,8 +44,8 @@ from lint_plugin.cli.check import add_check_parser
 from lint_plugin.cli.clean import add_clean_parser
 from lint_plugin.cli.common import PROG, RunError, UsageError, print_error
 from lint_plugin.cli.fix import add_fix_parser
+from lint_plugin.cli.prove import add_prove_parser
 from lint_plugin.cli.rule import add_rule_parser
-from lint_plugin.prove import add_prove_parser
 
 # `from lint_plugin.cli import UsageError` (prove's), as before the split.
 __all__ = ["RunError", "UsageError", "build_parser", "main"]

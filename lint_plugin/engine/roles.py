@@ -62,10 +62,9 @@ CONTEXT_ROLES: frozenset[Role] = frozenset(
     role for role, spec in ROLES.items() if spec.context_sized
 )
 
-# First match wins, in declaration order.
-_PATTERNS: tuple[tuple[Role, re.Pattern[str]], ...] = tuple(
-    (role, re.compile(spec.pattern)) for role, spec in ROLES.items()
-)
+# First match wins, in declaration order. Compiled on first use: a run the cache
+# answers reads the roles' anchors (the byte test), never a name.
+_PATTERNS: list[tuple[Role, re.Pattern[str]]] = []
 
 # A draft backend's per-step buffers other than its kv_indices rows, each by the
 # words its names contain (``qo_``: any query offset buffer). A row allocated to a
@@ -106,6 +105,10 @@ def role_of_name(name: str | None) -> Role | None:
     found = _KNOWN.get(name, _UNSEEN)
     if found is _UNSEEN:
         found = None
+        if not _PATTERNS:
+            _PATTERNS.extend(
+                (role, re.compile(spec.pattern)) for role, spec in ROLES.items()
+            )
         for role, pattern in _PATTERNS:
             if pattern.fullmatch(name):
                 found = role
