@@ -121,12 +121,38 @@ def regular_install() -> Path:
 
     pathspec = f"pathspec=={importlib.metadata.version('pathspec')}"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    with tempfile.TemporaryDirectory() as wheels:
-        _pip(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, ROOT)
+    with tempfile.TemporaryDirectory() as wheels, tempfile.TemporaryDirectory() as tree:
+        # Built from a copy of the checkout's own files: setuptools reuses an
+        # old build/ folder and ships every module it still holds (the flat
+        # layout's 53 modules came along, and the cache's fingerprint walked them).
+        source = _clean_copy(Path(tree))
+        _pip(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, source)
         built = [str(p) for p in Path(wheels).glob("*.whl")]
         _pip(*pip, "--python", python, "install", "--no-deps", *built, pathspec)
     stamp.write_text(digest.hexdigest())
     return INSTALL
+
+
+def _clean_copy(target: Path) -> Path:
+    """The files a fresh clone would have, with the working tree's changes (git's
+    tracked files and the untracked ones it does not ignore), copied to
+    ``target``; the checkout itself when git cannot list them."""
+    import os
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+    )
+    if listed.returncode != 0:
+        return ROOT
+    for name in filter(None, listed.stdout.split(b"\0")):
+        relative = os.fsdecode(name)
+        origin = ROOT / relative
+        if origin.is_file():  # a tracked file deleted in the working tree is gone
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, target / relative)
+    return target
 
 
 def _pip(*cmd: str | Path) -> None:
