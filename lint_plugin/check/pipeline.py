@@ -64,7 +64,8 @@ def check_file(
     selected rule could not judge (the cache keeps findings only: asking for
     notes checks the file afresh). ``syntax_check``: the whole-file check the
     engine runs on a file with findings (default ``syntax.error_of``);
-    ``cache_key``: the file's key in ``cache``, when the caller has it."""
+    ``cache_key``: the file's key in ``cache``, when the caller has it (only a
+    file the byte test let through has one)."""
     try:
         if notes is not None:
             from lint_plugin import linter
@@ -118,7 +119,8 @@ def _engine_findings(
     with the cache on they are dismissed here, so a run answered from the cache
     never imports the engine."""
     if cache is not None:
-        if not could_match(data):
+        # A key given is a candidate's: the caller asked the byte test already.
+        if key is None and not could_match(data):
             decode(data)  # what the engine does first: not UTF-8 is an error
             return []  # and then, for such a file, nothing else
         key = key or cache.key(path, data)
@@ -323,12 +325,15 @@ def _ahead_check(
     With a cache, only the files it cannot answer are checked ahead (``keys``
     receives the keys computed for that, by file index, for the lookup)."""
     datas = [None if isinstance(data, FileError) else data for data in read]
+    # The byte test once per file (a search of the whole file): the keys and the
+    # ahead check both ask it. ``read`` keeps every data alive, so ids are unique.
+    candidate = {id(d): could_match(d) for d in datas if d is not None}
     if cache is not None:
         for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
-            if data is not None and could_match(data):
+            if data is not None and candidate[id(data)]:
                 keys[index] = cache.key(path, data)
                 if cache.has(keys[index]):
                     datas[index] = None
     from lint_plugin.engine.syntax import AheadCheck
 
-    return AheadCheck(datas, paths, could_match)
+    return AheadCheck(datas, paths, lambda data: candidate[id(data)])

@@ -20,15 +20,15 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 
+from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE
+from lint_plugin.engine.vocabulary import HELPERS
 from lint_plugin.findings import Edit, Finding
 from lint_plugin.records import replace
 
-# The same default as ``rewrite.DEFAULT_HELPERS_MODULE`` (kept apart so that the
-# output path does not import the rewriter); a test holds them equal.
-HELPERS_MODULE = "sglang.srt.speculative.spec_utils"
-_HELPER_CALL = re.compile(
-    r"\b(draft_kv_indices_used_len|draft_kv_indices_buffer_width)\("
-)
+# The engine's own names (both modules are on check's path already): the
+# default helpers module, and a call of either helper in a fix's text.
+HELPERS_MODULE = DEFAULT_HELPERS_MODULE
+_HELPER_CALL = re.compile(rf"\b({'|'.join(map(re.escape, HELPERS))})\(")
 
 
 def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:
