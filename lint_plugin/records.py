@@ -90,7 +90,8 @@ def _build(cls, frozen: bool, eq: bool):
         inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in shown)
         return f"{type(self).__qualname__}({inner})"
 
-    cls.__init__ = __init__
+    if "__init__" not in cls.__dict__:  # a hot record may spell its own out
+        cls.__init__ = __init__
     cls.__repr__ = __repr__
     cls.__record_fields__ = fields
     if eq:

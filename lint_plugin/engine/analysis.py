@@ -57,8 +57,6 @@ from lint_plugin.records import field, record
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)
-# What holds statements below a statement (a handler's or a case's body).
-_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 # Rows of a possible draft backend whose expressions hold facts: allocations (by
 # any name the file gives an allocator), the kernel's launches, guards; the words
 # are the rules' own (lint_plugin.engine.vocabulary).
@@ -93,6 +91,24 @@ def _children(node: ast.AST):
                     yield item
         elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
             yield value
+
+
+# The fields of a statement that hold statements, handlers or cases, in the
+# order of ``_fields`` (every kind lists them in this relative order).
+_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+_BLOCKS_OF: dict[type, tuple[str, ...]] = {}
+
+
+def _blocks(node: ast.stmt):
+    """The statements, handlers and cases ``_children`` yields of a statement,
+    without going through its expressions (a skipped statement of a class read
+    whole)."""
+    kind = type(node)
+    fields = _BLOCKS_OF.get(kind)
+    if fields is None:
+        fields = _BLOCKS_OF[kind] = tuple(f for f in _BLOCK_FIELDS if f in kind._fields)
+    for name in fields:
+        yield from getattr(node, name)
 
 
 def _text_kept(node: ast.AST, source: Source) -> list[ast.AST]:
@@ -235,9 +251,8 @@ class Walker:
                 # is recorded, but expressions are only walked where a row
                 # names a role, an allocator, the kernel or the guard.
                 self._remember_statement(node, ctx)
-                for child in _children(node):
-                    if isinstance(child, _BLOCKS):
-                        self.visit(child, ctx, False)
+                for child in _blocks(node):
+                    self.visit(child, ctx, False)
             return  # the common case: a statement that names nothing we match
         if isinstance(node, ast.ClassDef):
             ctx = self._enter_class(node, ctx)

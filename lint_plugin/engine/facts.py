@@ -42,6 +42,22 @@ class Binding:
     op: ast.operator | None = None
     owner: FunctionFacts | None = None  # the function whose code binds it
 
+    # One per assignment of a class read whole: the generic record __init__
+    # (a dict of the arguments, a loop over the fields) was 5% of the engine.
+    def __init__(
+        self,
+        at: Position,
+        value: ast.expr | None,
+        statement: ast.stmt | None = None,
+        op: ast.operator | None = None,
+        owner: FunctionFacts | None = None,
+    ) -> None:
+        self.at = at
+        self.value = value
+        self.statement = statement
+        self.op = op
+        self.owner = owner
+
 
 class Bindings:
     """Every binding of a name in one scope, in source order."""
@@ -179,9 +195,19 @@ _HELPER_ALIAS = re.compile(rf"\b{_PREFIX}\w+\s+as\s+(\w+)")
 
 def helper_aliases(text: str) -> tuple[str, ...]:
     """Names ``text`` may import a helper under, besides the helpers' own."""
-    if _PREFIX not in text:
-        return ()
-    found = set(_HELPER_ALIAS.findall(text))
+    found: set[str] = set()
+    # `findall` over the text, tried only where the prefix is: the pattern
+    # starts with it, and `re` tries a leading `\b` at every offset (14 ms on a
+    # 220 kB backend). `match` at an offset reads the character before it for
+    # the `\b`, so the matches are findall's, in order, none overlapping.
+    start = text.find(_PREFIX)
+    while start >= 0:
+        match = _HELPER_ALIAS.match(text, start)
+        if match is None:
+            start = text.find(_PREFIX, start + 1)
+        else:
+            found.add(match.group(1))
+            start = text.find(_PREFIX, match.end())
     return tuple(sorted(a for a in found if _PREFIX not in a))
 
 

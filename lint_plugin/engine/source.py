@@ -8,6 +8,22 @@ import re
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
+# What str.splitlines ends a line at and Python's tokenizer does not.
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+_OTHER_WIDE_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text``'s lines as Python ends them (LF, CRLF, a lone CR), each with its
+    line end: ``str.splitlines(True)``, a quarter of the regular expression's
+    time, where no other character it breaks at is present."""
+    if any(c in text for c in _OTHER_BREAKS) or (
+        not text.isascii() and any(c in text for c in _OTHER_WIDE_BREAKS)
+    ):
+        return _LINE.findall(text)
+    return text.splitlines(True)
+
+
 def rows_matching(pattern: re.Pattern[str], text: str, first_row: int = 1) -> list[int]:
     """Rows of ``text`` (its first line numbered ``first_row``) where ``pattern``
     matches, ascending, each once."""
@@ -76,7 +92,7 @@ class Source:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = _LINE.findall(self.text)
+            self._lines = split_lines(self.text)
         return self._lines
 
     def _line_starts(self) -> list[int]:
