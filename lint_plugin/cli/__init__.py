@@ -98,6 +98,22 @@ def build_parser() -> argparse.ArgumentParser:
 _SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
+def run() -> None:
+    """The console script: ``main``, then out without the interpreter's teardown
+    (as mypy's ``--fast-exit``). Freeing every module, cache and interned
+    object at exit is ~10% of a check of a few files; everything the command
+    does is done when ``main`` returns, so only the output streams remain, and
+    they are flushed first. A flush that fails (a reader gone) leaves the exit
+    to the interpreter, which reports it as usual."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        sys.exit(code)
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:

@@ -8,6 +8,7 @@ flake8 alike, and never an internal error.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,3 +118,73 @@ def test_flake8_agrees_on_the_broken_file(project: Path, capsys) -> None:
     # Rows and codes agree; flake8 shifts a syntax error's column by one (it reads
     # Python's 1-based offset as 0-based), we keep Python's, as ruff does.
     assert ours == flake8 == ["3|KVI001", "6|E999"]
+
+
+CONSOLE = [sys.executable, "-m", "lint_plugin.cli"]  # the console script's `run`
+# Buffered streams, as a user's are (these machines set PYTHONUNBUFFERED): what
+# is still in a buffer when `run` leaves must have been flushed.
+BUFFERED = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["check", "clean.py"], ["check", "site.py", "broken.py"], ["check", "--select", "KVI9", "site.py"],
+     ["fix", "--diff", "site.py"], ["rule", "KVI001"]],
+)  # fmt: skip
+def test_the_console_script_says_and_exits_what_main_does(
+    project: Path, capsys, argv: list[str]
+) -> None:
+    """``run`` leaves without the interpreter's teardown: the status and every
+    byte of both streams are still ``main``'s."""
+    result = subprocess.run(
+        [*CONSOLE, *argv], capture_output=True, text=True, env=BUFFERED
+    )
+    status = main(argv)
+    captured = capsys.readouterr()
+    assert (result.returncode, result.stdout, result.stderr) == (
+        status,
+        captured.out,
+        captured.err,
+    )
+
+
+def _many_findings(project: Path, count: int) -> None:
+    methods = "".join(
+        f"    def f{i}(self, seq_lens_sum, bs, i):\n"
+        "        return seq_lens_sum * self.topk + bs * (i + 1)\n"
+        for i in range(count)
+    )
+    (project / "many.py").write_text("class XMultiStepDraftBackend:\n" + methods)
+
+
+def test_the_console_script_writes_more_than_a_pipe_holds(project: Path) -> None:
+    _many_findings(project, 400)
+    result = subprocess.run(
+        [*CONSOLE, "check", "many.py"], capture_output=True, env=BUFFERED
+    )
+    assert len(result.stdout) > 65536  # a pipe's buffer: the rest was flushed
+    lines = result.stdout.decode().splitlines()
+    assert sum(" KVI001 " in line for line in lines) == 400
+    assert lines[-2:] == [
+        "Found 400 errors.",
+        "[*] 400 fixable with `draft-kv-lint fix`.",
+    ]
+    assert result.returncode == 1
+
+
+def test_the_console_script_stops_quietly_when_the_reader_goes(project: Path) -> None:
+    _many_findings(project, 4000)  # far more than a pipe holds
+    child = subprocess.Popen(
+        [*CONSOLE, "check", "many.py"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=BUFFERED,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    assert b"KVI001" in child.stdout.readline()
+    child.stdout.close()  # as `| head -1` does
+    err = child.stderr.read()
+    # 1 when the kernel took the rest before the reader went, 2 when a write
+    # failed (main's BrokenPipeError): either way one of main's statuses.
+    assert child.wait() in (1, 2)
+    assert b"Traceback" not in err and b"Exception ignored" not in err
