@@ -1,17 +1,22 @@
-"""The engine's text scans written for speed give what their regular expressions
-give: ``Source.lines`` (``str.splitlines`` where it agrees with Python's line
-ends) and ``helper_aliases`` (a match tried only where the helpers' prefix is).
-The oracles are the plain regular expressions the scans replaced."""
+"""The engine's shortcuts written for speed give what the slow forms give:
+``Source.lines`` (``str.splitlines`` where it agrees with Python's line ends) and
+``helper_aliases`` (a match tried only where the helpers' prefix is), held to the
+regular expressions they replaced; the walk's alias test, held to the tree
+``arith.build`` makes."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lint_plugin.engine.analysis import _leaf_role
+from lint_plugin.engine.arith import AST, Leaf, build
 from lint_plugin.engine.facts import helper_aliases
+from lint_plugin.engine.roles import Role
 from lint_plugin.engine.source import Source, split_lines
 
 # What the rows were found with before: Python's line ends, and only those.
@@ -88,3 +93,49 @@ def test_aliases(text: str, aliases: tuple[str, ...]) -> None:
 def test_generated_aliases_are_the_regexs(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert helper_aliases(text) == _aliases_by_regex(text)
+
+
+# ---- the walk's alias test: a leaf's role without building the tree ----------
+
+ALIAS_SOURCES = [
+    "self.topk",
+    "topk",
+    "k",
+    "self.speculative_num_steps + 1",
+    "self.topk * 2",
+    "-self.topk",
+    "self.topk - 1",
+    "(self.topk)",
+    "f(self.topk)",
+    "3",
+    "x.y.num_steps",
+    "a[0]",
+    "self.topk // 2",
+    "max_bs",
+]
+
+
+@pytest.mark.parametrize("source", ALIAS_SOURCES)
+@pytest.mark.parametrize("aliases", [{}, {"k": Role.TOPK}, {"a": Role.NUM_STEPS}])
+def test_a_leafs_role_is_the_built_trees(source: str, aliases: dict) -> None:
+    node = ast.parse(source, mode="eval").body
+    built = build(node, AST, aliases)
+    expected = built.role if isinstance(built, Leaf) else None
+    assert _leaf_role(node, aliases) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*ALIAS_SOURCES, " + ", " * ", " - ", "(", ")"]), max_size=6
+    )
+)
+def test_generated_leaf_roles_are_the_built_trees(pieces: list[str]) -> None:
+    try:
+        node = ast.parse("".join(pieces) or "0", mode="eval").body
+    except SyntaxError:
+        return
+    for aliases in ({}, {"k": Role.TOPK}):
+        built = build(node, AST, aliases)
+        expected = built.role if isinstance(built, Leaf) else None
+        assert _leaf_role(node, aliases) == expected
