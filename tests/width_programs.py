@@ -44,7 +44,7 @@ class Program:
 
 class FakeTensor:
     def __init__(self, shape) -> None:
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(map(int, shape))
 
     def numel(self) -> int:
         return math.prod(self.shape)
