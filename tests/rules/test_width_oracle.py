@@ -9,7 +9,8 @@ sequence count, a page size and two flags: the row is *unsized* when it is ever
 below ``max_bs * topk * context``. Then:
 
 * a program the analysis calls unsized is unsized: on the grid, or at the
-  values its message gives, run again;
+  values its message gives, run again (with each body ``lib_width``, a function
+  of another module, may have: the analysis reads none);
 * a program the analysis calls sized is never unsized on the grid;
 * a program that can be unsized, with nothing the analysis is allowed to leave
   opaque (a call of another module, a subscript, a size of no role), is found;
@@ -34,6 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from width_programs import (
     GRID,
+    OTHER_LIB_WIDTHS,
     Binding,
     compiled,
     needed,
@@ -70,14 +72,21 @@ def _key(findings) -> list[tuple]:
 
 
 def _unsized_at(cls, program, witness: dict) -> bool:
-    """Run the program at the values the analysis says show it unsized."""
+    """Run the program at the values the analysis says show it unsized (with
+    ``lib_width`` of each body another module may give it, when it calls it:
+    the analysis cannot read it, so the branch it picks is any)."""
     values = {name: 1 for name in ("topk", "steps", "context", "max_bs", "page")}
     for key, value in witness.items():
         assert key in KEYS, (key, program.source)
         values[KEYS[key]] = value
-    for flag_a, flag_b in itertools.product((False, True), repeat=2):
+    classes = [cls]
+    if "lib_width(" in program.source:
+        classes += [compiled(program, body) for body in OTHER_LIB_WIDTHS]
+    for each, (flag_a, flag_b) in itertools.product(
+        classes, itertools.product((False, True), repeat=2)
+    ):
         binding = Binding(flag_a=flag_a, flag_b=flag_b, **values)
-        width = row_width(cls, program, binding)
+        width = row_width(each, program, binding)
         if width is not None and width < needed(binding):
             return True
     return False
