@@ -123,11 +123,15 @@ def blocks(text: str) -> list[tuple[int, int, str, str]]:
 
 def reference_blocks(text: str) -> list[tuple[int, int, str, str]]:
     strings = StringSpans(text)
-    return [
-        (text.count("\n", 0, m.start()), len(m.group(1)), m.group(2), m.group(3))
-        for m in _BLOCK_LINE.finditer(text)
-        if not strings.holds(m.start())
-    ]
+    found, row, counted = [], 0, 0
+    for m in _BLOCK_LINE.finditer(text):
+        # The newlines before the match, counted on from the previous one's
+        # (counting from 0 at every match is quadratic in a long file).
+        row += text.count("\n", counted, m.start())
+        counted = m.start()
+        if not strings.holds(m.start()):
+            found.append((row, len(m.group(1)), m.group(2), m.group(3)))
+    return found
 
 
 BLOCK_PIECES = [
@@ -156,10 +160,23 @@ def test_generated_blocks_agree_with_the_reference(text: str) -> None:
 _SELF_ATTRIBUTE = re.compile(r"(?=(?<!\w)self\s*\.\s*((?!\d)\w+))")
 
 
+def _self_attributes(text: str) -> list[str]:
+    """``_SELF_ATTRIBUTE.findall(text)``: the pattern tried only where ``self``
+    starts, the one place it can match (tried at every position, as ``findall``
+    does, it was most of this reference's time on a release)."""
+    names, at = [], text.find("self")
+    while at != -1:
+        match = _SELF_ATTRIBUTE.match(text, at)
+        if match:
+            names.append(match.group(1))
+        at = text.find("self", at + 1)
+    return names
+
+
 def reference_role_attributes(text: str) -> set[str]:
     return {
         name
-        for name in _SELF_ATTRIBUTE.findall(text)
+        for name in _self_attributes(text)
         if role_of_name(name) in (Role.TOPK, Role.NUM_STEPS)
     }
 
@@ -243,6 +260,17 @@ def test_rows_of_words_agree_with_the_reference(text: str) -> None:
     assert fact_rows(text) == reference_fact_rows(text)
 
 
+@pytest.fixture(scope="module")
+def latest_files(latest_package) -> list[tuple[Path, bytes, str]]:
+    """Every ``.py`` file of the latest release: its bytes, and its text with
+    ``\r\n`` and ``\r`` made ``\n``. Read once for the tests below, not once each."""
+    files = []
+    for path in Path(latest_package).rglob("*.py"):
+        data = path.read_bytes()
+        files.append((path, data, re.sub(r"\r\n?", "\n", data.decode("utf-8"))))
+    return files
+
+
 @pytest.mark.parametrize(
     ("found", "expected"),
     [
@@ -252,10 +280,9 @@ def test_rows_of_words_agree_with_the_reference(text: str) -> None:
     ],
     ids=["strings", "blocks", "role-attributes"],
 )
-def test_every_file_of_the_latest_release_agrees(latest_package, found, expected):
+def test_every_file_of_the_latest_release_agrees(latest_files, found, expected):
     checked = 0
-    for path in Path(latest_package).rglob("*.py"):
-        text = re.sub(r"\r\n?", "\n", path.read_text(encoding="utf-8"))
+    for path, _, text in latest_files:
         assert found(text) == expected(text), path
         checked += 1
     assert checked > 4000
@@ -283,14 +310,12 @@ def test_a_formula_after_a_string_closed_at_column_0_is_found(source: str) -> No
     )
 
 
-def test_every_candidate_file_of_the_latest_release_has_the_same_rows(latest_package):
+def test_every_candidate_file_of_the_latest_release_has_the_same_rows(latest_files):
     """The row finders run on the files the byte test lets through."""
     checked = 0
-    for path in Path(latest_package).rglob("*.py"):
-        data = path.read_bytes()
+    for path, data, text in latest_files:
         if not vocabulary.could_match(data):
             continue
-        text = re.sub(r"\r\n?", "\n", data.decode("utf-8"))
         assert seed_rows(text) == reference_seed_rows(text), path
         assert interesting_rows(text) == reference_interesting_rows(text), path
         assert fact_rows(text) == reference_fact_rows(text), path

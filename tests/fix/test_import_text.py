@@ -90,14 +90,20 @@ MODULES = [DEFAULT_HELPERS_MODULE, DEFAULT_GUARD_MODULE, "aaa.helpers", "zzz.hel
 NAMES = [USED, WIDTH, "assert_buffer_fits", "CONST", "Klass", "g"]
 
 
+# Built once, drawn from at every example: a strategy made anew in each draw is
+# built and validated anew each time. The draws are the same either way.
+_LINE_LISTS = st.lists(st.sampled_from(LINES), max_size=9)
+_TAILS = st.sampled_from(TAILS)
+
+
 @st.composite
 def programs(draw):
-    lines = draw(st.lists(st.sampled_from(LINES), max_size=9))
-    text = "".join(line + "\n" for line in lines) + draw(st.sampled_from(TAILS))
+    lines = draw(_LINE_LISTS)
+    text = "".join(line + "\n" for line in lines) + draw(_TAILS)
     try:
         compile(text, "<header>", "exec", dont_inherit=True, flags=1024)
     except SyntaxError:
-        text = draw(st.sampled_from(TAILS))
+        text = draw(_TAILS)
     return text
 
 
