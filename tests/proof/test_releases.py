@@ -53,6 +53,14 @@ from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import IDENTICAL, WIDENED, ClassProof, prove_class
 
 pytestmark = pytest.mark.corpus
+# prove's grid on the real classes of 0.5.12.post1, 0.5.13 and 0.5.23, with their
+# own kernels, is what test_proof_mutants, test_prove and the refactor proofs of
+# test_releases all run: one pytest-xdist worker takes the three (--dist
+# loadgroup), so each original side runs once (run.remembered_run) and each
+# interpreted launch once (guarded_launch.LaunchMemo) instead of once per worker.
+# (pytest 9 keeps a node's id in ``_id``: xdist 3.8's loadgroup, which sets
+# ``_nodeid``, needs tests/conftest.py to set the id before the mark counts.)
+PROVE_GRID = pytest.mark.xdist_group("prove-grid")
 HERE = Path(__file__).resolve().parents[1]  # tests/, where the helpers are
 FOLDER = Path(__file__).resolve().parent  # this module, for a child to import
 BACKENDS = {
@@ -203,6 +211,7 @@ def test_release_proof(version, shared_results):
     assert proven >= 3  # every release has at least three of the four backends
 
 
+@PROVE_GRID
 @pytest.mark.parametrize("filename", list(BACKENDS))
 def test_upstream_refactor_is_proven(filename):
     """0.5.12.post1 -> 0.5.13, each on its own kernel, graph entry points mapped:
@@ -229,6 +238,7 @@ def test_upstream_refactor_is_proven(filename):
         assert proof.refused == sum(p.topk > 1 for p in proof_grid())
 
 
+@PROVE_GRID
 @pytest.mark.parametrize("filename", list(BACKENDS))
 def test_latest_release_is_driven_and_its_differences_shown(filename):
     """0.5.13 -> 0.5.23: both on their own kernels, every class driven; the
