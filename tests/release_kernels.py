@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from corpus import WHEELS, attention_dir
 
@@ -27,10 +28,7 @@ BACKEND = "triton_backend.py"
 class ReleaseKernel:
     versions: tuple[str, ...]  # every pinned release running this very code
     source: KernelSource  # the first of them's
-
-    @property
-    def digest(self) -> str:
-        return self.source.digest
+    digest: str  # the source's (a property that parses its file on each read)
 
     @property
     def name(self) -> str:
@@ -38,10 +36,18 @@ class ReleaseKernel:
         return first if first == last else f"{first}..{last}"
 
 
-@functools.cache
+@functools.lru_cache(maxsize=256)
+def located(backend: Path) -> tuple[KernelSource, str]:
+    """The kernel the backend file ``backend`` launches, located in its tree,
+    and its digest: once per process (test_releases locates every backend of
+    every release, the triton ones among them)."""
+    source = locate_kernel(backend)
+    return source, source.digest
+
+
 def kernel_of(version: str) -> KernelSource:
     """The kernel ``version``'s triton backend launches, located in its tree."""
-    return locate_kernel(attention_dir(version) / BACKEND)
+    return located(attention_dir(version) / BACKEND)[0]
 
 
 @functools.cache
@@ -49,9 +55,9 @@ def distinct_kernels() -> tuple[ReleaseKernel, ...]:
     """The kernels of all pinned releases, one per distinct code (by digest)."""
     groups: dict[str, list[tuple[str, KernelSource]]] = {}
     for version in WHEELS:
-        source = kernel_of(version)
-        groups.setdefault(source.digest, []).append((version, source))
+        source, digest = located(attention_dir(version) / BACKEND)
+        groups.setdefault(digest, []).append((version, source))
     return tuple(
-        ReleaseKernel(tuple(v for v, _ in found), found[0][1])
-        for found in groups.values()
+        ReleaseKernel(tuple(v for v, _ in found), found[0][1], digest)
+        for digest, found in groups.items()
     )

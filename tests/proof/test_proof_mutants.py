@@ -36,7 +36,8 @@ from lint_plugin.proof.locate import locate_kernel
 from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import DIFFERS, NOT_COVERED, prove_class
 
-pytestmark = pytest.mark.corpus
+# One xdist worker runs prove's grid on real classes (see test_releases.PROVE_GRID).
+pytestmark = [pytest.mark.corpus, pytest.mark.xdist_group("prove-grid")]
 CLASSES = {
     "flashinfer": ("flashinfer_backend.py", "FlashInferMultiStepDraftBackend"),
     "mla": ("flashinfer_mla_backend.py", "FlashInferMLAMultiStepDraftBackend"),

@@ -21,7 +21,8 @@ from corpus import OLD, speculative_dir
 
 from lint_plugin.cli import main
 
-pytestmark = pytest.mark.corpus
+# One xdist worker runs prove's grid on real classes (see test_releases.PROVE_GRID).
+pytestmark = [pytest.mark.corpus, pytest.mark.xdist_group("prove-grid")]
 BACKEND = "sglang/srt/layers/attention/flashinfer_backend.py"
 SPEC = "sglang/srt/speculative/spec_utils.py"
 

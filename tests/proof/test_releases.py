@@ -22,7 +22,8 @@ differences are printed.
 Time: releases whose class, rewrites and kernel are identical to an earlier
 release's give identical records, so each distinct combination is proven once
 per session, across pytest-xdist's workers too (``shared_results``), and
-reused (the output says so); equal runs share their record
+reused (the output says so; a backend file shipped again byte for byte is
+found by its text, without rewriting it again); equal runs share their record
 (``run.remembered_run``: the two refactor proofs run ``prove``'s own grid, so
 the wrong rewrites of test_proof_mutants and ``prove`` in test_prove reuse
 their original sides) and equal launches of the interpreted kernel share one
@@ -43,15 +44,23 @@ from pathlib import Path
 import pytest
 import torch
 from corpus import LATEST, NEW, OLD, RELEASES, attention_dir
+from release_kernels import located
 
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof.grid import Params, default_grid, long_sequence_grid, proof_grid
 from lint_plugin.proof.guarded_launch import GuardedDraftKernel
-from lint_plugin.proof.locate import locate_kernel
 from lint_plugin.proof.triton_source import jit_kernel
 from lint_plugin.proof.verdict import IDENTICAL, WIDENED, ClassProof, prove_class
 
 pytestmark = pytest.mark.corpus
+# prove's grid on the real classes of 0.5.12.post1, 0.5.13 and 0.5.23, with their
+# own kernels, is what test_proof_mutants, test_prove and the refactor proofs of
+# test_releases all run: one pytest-xdist worker takes the three (--dist
+# loadgroup), so each original side runs once (run.remembered_run) and each
+# interpreted launch once (guarded_launch.LaunchMemo) instead of once per worker.
+# (pytest 9 keeps a node's id in ``_id``: xdist 3.8's loadgroup, which sets
+# ``_nodeid``, needs tests/conftest.py to set the id before the mark counts.)
+PROVE_GRID = pytest.mark.xdist_group("prove-grid")
 HERE = Path(__file__).resolve().parents[1]  # tests/, where the helpers are
 FOLDER = Path(__file__).resolve().parent  # this module, for a child to import
 BACKENDS = {
@@ -97,6 +106,7 @@ def fix_text(text: str, unsafe: bool) -> str:
     return rewrite_text(text, "backend.py", Options(unsafe_fixes=unsafe)).text
 
 
+@functools.lru_cache(maxsize=256)  # asked twice per text; texts recur across releases
 def _class_dump(text: str, name: str) -> str | None:
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef) and node.name == name:
@@ -106,13 +116,13 @@ def _class_dump(text: str, name: str) -> str | None:
 
 def real_kernel(path: Path, device: str = "cpu"):
     """The kernel ``path`` imports, located in its own tree, jitted once per
-    distinct code."""
-    source = locate_kernel(path)
-    key = f"{source.digest} {device}"
+    distinct code; and its digest."""
+    source, digest = located(path)
+    key = f"{digest} {device}"
     if key not in _KERNELS:
         jitted = jit_kernel(source, device)
-        _KERNELS[key] = GuardedDraftKernel.factory(jitted, source.digest)
-    return source, _KERNELS[key]
+        _KERNELS[key] = GuardedDraftKernel.factory(jitted, digest)
+    return source, digest, _KERNELS[key]
 
 
 def _prove_backend(text: str, name: str, kernel, safe: str, unsafe: str):
@@ -140,27 +150,36 @@ def test_release_proof(version, shared_results):
         if _class_dump(text, name) is None:
             lines.append(f"  {name}: absent from this release")
             continue
-        kernel_source, kernel = real_kernel(path)
+        kernel_source, digest, kernel = real_kernel(path)
         # The release's own kernel, found through the backend's import.
         assert kernel_source.path.endswith(kernel_layout(version)), kernel_source.path
-        safe, unsafe = fix_text(text, False), fix_text(text, True)
-        key = hashlib.sha256(
-            "\0".join(
-                [
-                    _class_dump(text, name),
-                    _class_dump(safe, name) or "",
-                    _class_dump(unsafe, name) or "",
-                    kernel_source.digest,
-                ]
-            ).encode()
-        ).hexdigest()
 
-        def prove(text=text, name=name, kernel=kernel, safe=safe, unsafe=unsafe):
-            proven = _prove_backend(text, name, kernel, safe, unsafe)
-            proven.reused_from = version
-            return proven
+        def by_classes(text=text, name=name, kernel=kernel, digest=digest):
+            safe, unsafe = fix_text(text, False), fix_text(text, True)
+            key = hashlib.sha256(
+                "\0".join(
+                    [
+                        _class_dump(text, name),
+                        _class_dump(safe, name) or "",
+                        _class_dump(unsafe, name) or "",
+                        digest,
+                    ]
+                ).encode()
+            ).hexdigest()
 
-        result = shared_results.get(f"release-proof {key}", prove)
+            def prove():
+                proven = _prove_backend(text, name, kernel, safe, unsafe)
+                proven.reused_from = version
+                return proven
+
+            return shared_results.get(f"release-proof {key}", prove)
+
+        # A file another release ships byte for byte has the same fixes, so the
+        # same classes: its proof is found without rewriting the file again.
+        same_file = hashlib.sha256("\0".join([text, name, digest]).encode())
+        result = shared_results.get(
+            f"release-proof-file {same_file.hexdigest()}", by_classes
+        )
         s, u = result.safe, result.unsafe
         reused = (
             ""
@@ -168,7 +187,7 @@ def test_release_proof(version, shared_results):
             else f" [same classes and kernel as {result.reused_from}: proof reused]"
         )
         lines.append(
-            f"  {name} on {kernel_layout(version)} ({kernel_source.digest}): "
+            f"  {name} on {kernel_layout(version)} ({digest}): "
             f"{s.cases} cases, {s.launches + u.launches} launches, "
             f"{s.slices + u.slices} rows compared; safe fix {s.verdict}; unsafe "
             f"fix {u.verdict}; overruns before/after {u.overruns_before}/"
@@ -192,14 +211,15 @@ def test_release_proof(version, shared_results):
     assert proven >= 3  # every release has at least three of the four backends
 
 
+@PROVE_GRID
 @pytest.mark.parametrize("filename", list(BACKENDS))
 def test_upstream_refactor_is_proven(filename):
     """0.5.12.post1 -> 0.5.13, each on its own kernel, graph entry points mapped:
     only FlashInfer's graph row is widened where the classes run."""
     name = BACKENDS[filename]
     old, new = attention_dir(OLD) / filename, attention_dir(NEW) / filename
-    _, old_kernel = real_kernel(old)
-    _, new_kernel = real_kernel(new)
+    _, _, old_kernel = real_kernel(old)
+    _, _, new_kernel = real_kernel(new)
     proof = prove_class(
         old, new, name, proof_grid(), kernel=old_kernel, kernel_after=new_kernel
     )
@@ -218,14 +238,15 @@ def test_upstream_refactor_is_proven(filename):
         assert proof.refused == sum(p.topk > 1 for p in proof_grid())
 
 
+@PROVE_GRID
 @pytest.mark.parametrize("filename", list(BACKENDS))
 def test_latest_release_is_driven_and_its_differences_shown(filename):
     """0.5.13 -> 0.5.23: both on their own kernels, every class driven; the
     verdict (and its first difference) is printed, never "cannot drive"."""
     name = BACKENDS[filename]
     old, new = attention_dir(NEW) / filename, attention_dir(LATEST) / filename
-    _, old_kernel = real_kernel(old)
-    new_source, new_kernel = real_kernel(new)
+    _, _, old_kernel = real_kernel(old)
+    new_source, _, new_kernel = real_kernel(new)
     assert "window_size" in new_source.parameters
     grid = proof_grid(windows=True)
     proof = prove_class(
@@ -255,7 +276,7 @@ def cuda_proof(versions: list[str]) -> list[str]:
             text = path.read_text() if path.exists() else ""
             if _class_dump(text, name) is None:
                 continue
-            _, real = real_kernel(path, "cuda")
+            _, _, real = real_kernel(path, "cuda")
             safe = prove_class(
                 text, fix_text(text, False), name, grid, "cuda", kernel=real
             )
