@@ -19,6 +19,7 @@ from corpus import CorpusUnavailable, attention_dir, tree
 from project_snapshot import Snapshot
 from project_snapshot import snapshot as _snapshot
 from shared_results import SharedResults, session_folder
+from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 
 
 def pytest_configure(config: pytest.Config) -> None:
