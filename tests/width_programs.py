@@ -163,10 +163,24 @@ GRID = [
 ]
 
 
-def row_width(cls, program: Program, b: Binding) -> int | None:
+# Other values of the parts the analysis reads as opaque sizes (`len(self.slots)`,
+# `self.table[0]`), which the generator ties to the page size: any value is
+# theirs to hold, as any body is lib_width's.
+OTHER_OPAQUE_VALUES = (
+    {"slots": [0], "table": [1]},
+    {"slots": [0] * 1000, "table": [1000]},
+)
+
+
+def row_width(
+    cls, program: Program, b: Binding, opaque: dict | None = None
+) -> int | None:
     """One row's width of the buffer the program allocates at ``b`` (None:
-    it is not allocated there: an early return, an error)."""
+    it is not allocated there: an early return, an error); ``opaque``: other
+    values for the opaque attributes, set after ``__init__``."""
     obj = cls(b.topk, b.steps, b.context, b.page)
+    for name, value in (opaque or {}).items():
+        setattr(obj, name, value)
     try:
         obj.init_cuda_graph_state(b.max_bs, b.flag_a, b.flag_b)
     except (ZeroDivisionError, ValueError, TypeError, IndexError):

@@ -9,9 +9,11 @@ sequence count, a page size and two flags: the row is *unsized* when it is ever
 below ``max_bs * topk * context``. Then:
 
 * a program the analysis calls unsized is unsized: on the grid, or at the
-  values its message gives, run again (with each body ``lib_width``, a function
-  of another module, may have: the analysis reads none);
-* a program the analysis calls sized is never unsized on the grid;
+  values its message gives, run again, with the parts it cannot read given any
+  value (other bodies of ``lib_width``, a function of another module; other
+  lengths of ``self.slots`` and values of ``self.table[0]``);
+* a program the analysis calls sized is never unsized on the grid, in any of
+  those variants;
 * a program that can be unsized, with nothing the analysis is allowed to leave
   opaque (a call of another module, a subscript, a size of no role), is found;
 * ``check``'s regions, the whole walk and the flake8 plugin agree.
@@ -36,7 +38,9 @@ from hypothesis import HealthCheck, given, settings
 from width_programs import (
     GRID,
     OTHER_LIB_WIDTHS,
+    OTHER_OPAQUE_VALUES,
     Binding,
+    Program,
     compiled,
     needed,
     programs,
@@ -71,25 +75,80 @@ def _key(findings) -> list[tuple]:
     return sorted((f.row, f.column, f.code, f.message) for f in findings)
 
 
+def _variants(cls, program) -> list[tuple[object, dict | None]]:
+    """The program's class and opaque values as generated, then with what the
+    analysis cannot read given other values: each other body of ``lib_width``
+    (a function of another module) and other opaque sizes."""
+    variants: list[tuple[object, dict | None]] = [(cls, None)]
+    if "lib_width(" in program.source:
+        variants += [(compiled(program, body), None) for body in OTHER_LIB_WIDTHS]
+    if "self.slots" in program.source or "self.table" in program.source:
+        variants += [(cls, values) for values in OTHER_OPAQUE_VALUES]
+    return variants
+
+
 def _unsized_at(cls, program, witness: dict) -> bool:
-    """Run the program at the values the analysis says show it unsized (with
-    ``lib_width`` of each body another module may give it, when it calls it:
-    the analysis cannot read it, so the branch it picks is any)."""
+    """Run the program at the values the analysis says show it unsized, in
+    each of its variants (what it cannot read may hold anything, so the branch
+    it picks is any)."""
     values = {name: 1 for name in ("topk", "steps", "context", "max_bs", "page")}
     for key, value in witness.items():
         assert key in KEYS, (key, program.source)
         values[KEYS[key]] = value
-    classes = [cls]
-    if "lib_width(" in program.source:
-        classes += [compiled(program, body) for body in OTHER_LIB_WIDTHS]
-    for each, (flag_a, flag_b) in itertools.product(
-        classes, itertools.product((False, True), repeat=2)
+    for (each, opaque), (flag_a, flag_b) in itertools.product(
+        _variants(cls, program), itertools.product((False, True), repeat=2)
     ):
         binding = Binding(flag_a=flag_a, flag_b=flag_b, **values)
-        width = row_width(each, program, binding)
+        width = row_width(each, program, binding, opaque)
         if width is not None and width < needed(binding):
             return True
     return False
+
+
+def _unsized_in_other_variants(cls, program) -> bool:
+    """Is the row ever unsized on the grid in a variant other than the
+    generated one (a sized row is sized whatever the opaque parts hold)?"""
+    for each, opaque in _variants(cls, program)[1:]:
+        for binding in GRID:
+            width = row_width(each, program, binding, opaque)
+            if width is not None and width < needed(binding):
+                return True
+    return False
+
+
+# A branch on lib_width that the generator's body (2n) never takes on the grid.
+OPAQUE_BRANCH = """\
+import torch
+
+
+class GenMultiStepDraftBackend:
+    def __init__(self, topk, speculative_num_steps, context, page_size):
+        self.topk = topk
+        self.speculative_num_steps = speculative_num_steps
+        self.max_context_len = context
+        self.page_size = page_size
+
+    def init_cuda_graph_state(self, max_bs, flag_a, flag_b):
+        width = max_bs * self.topk * self.max_context_len
+        if lib_width(max_bs) > 100:
+            width = max_bs
+        steps = self.speculative_num_steps
+        self.cuda_graph_kv_indices = torch.zeros((steps, width), dtype=torch.int32)
+"""
+
+
+def test_the_oracle_runs_the_other_bodies_of_lib_width() -> None:
+    """The bodies the analysis cannot rule out decide both ways: unsized at
+    the witness only with another body, and never sized with all of them."""
+    program = Program(OPAQUE_BRANCH, "tuple", "self.max_context_len", True)
+    cls = compiled(program)
+    assert all(row_width(cls, program, b) >= needed(b) for b in GRID)
+    witness = {"role:topk": 2, "role:num_seqs": 1, "role:max_context_len": 1}
+    assert _unsized_at(cls, program, witness)
+    assert _unsized_in_other_variants(cls, program)
+    facts, reporter = walk(ast.parse(OPAQUE_BRANCH), Source(OPAQUE_BRANCH), "gen.py")
+    (judgement,) = row_sizing.judgements(facts, reporter.analysis)
+    assert judgement.verdict == row_sizing.UNSIZED
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
@@ -142,6 +201,9 @@ def test_widths_agree_with_execution(shard: int) -> None:
             COUNTS["agree"] += 1
         elif verdict == row_sizing.SIZED:
             assert not unsized, f"called sized, unsized when run:\n{text}"
+            assert not _unsized_in_other_variants(cls, program), (
+                f"called sized, unsized with other opaque values:\n{text}"
+            )
             COUNTS["agree"] += 1
         elif unsized:
             assert program.may_skip, f"{verdict}, unsized when run:\n{text}"
