@@ -22,7 +22,7 @@ from lint_plugin.engine.allocations import (
     may_be_draft_backend,
     role_attributes,
 )
-from lint_plugin.engine.arith import AST, build
+from lint_plugin.engine.arith import AST, build, name_role
 from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
@@ -444,18 +444,7 @@ def _scope(
         if not isinstance(target, ast.Name):
             continue
         # `k = self.topk` makes `k` a topk; a name with its own role keeps it.
-        role = _leaf_role(statement.value, scope.aliases)
+        role = name_role(AST.name(statement.value), scope.aliases)
         if role is not None and role_of_name(target.id) is None:
             scope.aliases[target.id] = role
     return scope
-
-
-def _leaf_role(node: ast.expr, aliases: dict[str, Role]) -> Role | None:
-    """The role of ``build(node, AST, aliases)`` when it is a ``Leaf``, without
-    building a tree for every assignment of a function (a sum or a product is
-    no name, so it has no role)."""
-    name = AST.name(node)
-    role = role_of_name(name)
-    if role is None and name is not None:
-        role = aliases.get(name)
-    return role

@@ -63,10 +63,7 @@ def build(node: object, adapter: Adapter, aliases: Mapping[str, Role] = {}) -> E
     parts = adapter.binop(node)
     if parts is None:
         name = adapter.name(node)
-        role = role_of_name(name)
-        if role is None and name is not None:
-            role = aliases.get(name)
-        return Leaf(node, name, adapter.integer(node), role)
+        return Leaf(node, name, adapter.integer(node), name_role(name, aliases))
     op = parts[0]
     if op == "*":
         factors: list[Expr] = []
@@ -75,6 +72,16 @@ def build(node: object, adapter: Adapter, aliases: Mapping[str, Role] = {}) -> E
     terms: list[Term] = []
     _collect_terms(node, adapter, aliases, False, terms)
     return Sum(node, tuple(terms))
+
+
+def name_role(name: str | None, aliases: Mapping[str, Role] = {}) -> Role | None:
+    """The role a ``Leaf`` of ``name`` gets: its own, else a local alias's. A
+    sum or a product has no name, so no role: ``name_role(adapter.name(node))``
+    is the role of ``build(node)`` when that is a leaf, without building it."""
+    role = role_of_name(name)
+    if role is None and name is not None:
+        role = aliases.get(name)
+    return role
 
 
 def _collect_factors(node, adapter, aliases, out) -> None:

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.engine.analysis import _leaf_role
-from lint_plugin.engine.arith import AST, Leaf, build
+from lint_plugin.engine.arith import AST, Leaf, build, name_role
 from lint_plugin.engine.facts import helper_aliases
 from lint_plugin.engine.roles import Role
 from lint_plugin.engine.source import Source, split_lines
@@ -121,7 +120,7 @@ def test_a_leafs_role_is_the_built_trees(source: str, aliases: dict) -> None:
     node = ast.parse(source, mode="eval").body
     built = build(node, AST, aliases)
     expected = built.role if isinstance(built, Leaf) else None
-    assert _leaf_role(node, aliases) == expected
+    assert name_role(AST.name(node), aliases) == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -138,4 +137,4 @@ def test_generated_leaf_roles_are_the_built_trees(pieces: list[str]) -> None:
     for aliases in ({}, {"k": Role.TOPK}):
         built = build(node, AST, aliases)
         expected = built.role if isinstance(built, Leaf) else None
-        assert _leaf_role(node, aliases) == expected
+        assert name_role(AST.name(node), aliases) == expected
