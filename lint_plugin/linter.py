@@ -19,8 +19,8 @@ import ast
 import sys
 from collections.abc import Sequence
 
-from lint_plugin.engine import scan, syntax
-from lint_plugin.engine.analysis import Walker, module_of
+from lint_plugin.engine import lazy_methods, scan, syntax
+from lint_plugin.engine.analysis import Walker, file_allocator_aliases, module_of
 from lint_plugin.engine.facts import helper_aliases
 from lint_plugin.engine.facts import helper_names as _helper_names
 from lint_plugin.engine.module_scope import ModuleScope, TextModuleScope
@@ -92,6 +92,7 @@ def lint_source(
                     aliases,
                     module,
                     notes,
+                    layout,
                 )
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
@@ -132,13 +133,16 @@ def _check_region(
     aliases: tuple[str, ...],
     module: TextModuleScope,
     notes: list[Finding] | None,
+    layout: scan.Layout,
 ) -> list[Finding]:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
         # An indented block parses as the body of an `if`, columns untouched.
         snippet = "if 1:\n" + snippet
         start -= 1
-    tree = syntax.parse(snippet, path)
+    tree = _parse_region(
+        snippet, path, lines, start, end, indent, layout, aliases, module
+    )
     return lint_tree(
         tree,
         Source(snippet, start),
@@ -149,6 +153,45 @@ def _check_region(
         module,
         notes,
     )
+
+
+def _parse_region(
+    snippet: str,
+    path: str,
+    lines: list[str],
+    start: int,
+    end: int,
+    indent: bool,
+    layout: scan.Layout,
+    aliases: tuple[str, ...],
+    module: TextModuleScope,
+) -> ast.Module:
+    """``snippet``'s tree (its first row is the file's ``start``); a class read
+    whole with the methods it may defer left as stubs (``lazy_methods``)."""
+    first = start + 1 if indent else start
+    deferred = _deferred_methods(first, end, layout, aliases, module)
+    while deferred:
+        text = lazy_methods.skeleton(lines, first, end, deferred)
+        tree = syntax.parse("if 1:\n" + text if indent else text, path)
+        misplaced = lazy_methods.attach(tree, deferred, start, lines, path)
+        if not misplaced:
+            return tree
+        deferred = [m for m in deferred if m not in misplaced]
+    return syntax.parse(snippet, path)
+
+
+def _deferred_methods(
+    start: int,
+    end: int,
+    layout: scan.Layout,
+    aliases: tuple[str, ...],
+    module: TextModuleScope,
+) -> list[lazy_methods.Deferred]:
+    """The methods a region that is a class read whole may leave unparsed."""
+    name = layout.whole_class(start)
+    if name is None or layout.block_end(start) != end:
+        return []
+    return lazy_methods.plan(layout, start, aliases, file_allocator_aliases(module))
 
 
 def lint_tree(

@@ -36,13 +36,21 @@ from lint_plugin.engine.facts import (
     ImportedName,
     InlineFormula,
     Launch,
+    LazyFunctionFacts,
     ModuleFacts,
     position,
     self_attribute,
 )
+from lint_plugin.engine.flow.scopes import may_assign_attribute
 from lint_plugin.engine.formulas import (
     HELPER_SLOTS,
     find_formula_matches,
+)
+from lint_plugin.engine.lazy_methods import (
+    Misread,
+    is_pending,
+    materialize,
+    pending_text,
 )
 from lint_plugin.engine.module_scope import (
     EmptyModuleScope,
@@ -188,6 +196,15 @@ def module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
     return EmptyModuleScope(source)
 
 
+def file_allocator_aliases(module: ModuleScope) -> frozenset[str]:
+    """Other names the file calls an allocator by (its whole text's), found
+    once per file: the regions share the module."""
+    found = getattr(module, "allocator_aliases", None)
+    if found is None:
+        found = module.allocator_aliases = allocator_aliases(module.source.text)
+    return found
+
+
 class Walker:
     """Walks one tree and gathers facts for the rules (the inline formulas it
     matches among them); it decides and reports nothing."""
@@ -208,16 +225,12 @@ class Walker:
         self.facts = ModuleFacts()
         self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
         self._functions: list[FunctionFacts] = []  # every one made (release)
+        self._filling: LazyFunctionFacts | None = None  # a deferred method walked
 
     @property
     def allocator_aliases(self) -> frozenset[str]:
         """Other names the file calls an allocator by (its whole text's)."""
-        found = getattr(self.module, "allocator_aliases", None)
-        if found is None:  # once per file: the regions share the module
-            found = self.module.allocator_aliases = allocator_aliases(
-                self.module.source.text
-            )
-        return found
+        return file_allocator_aliases(self.module)
 
     def mentions(self, node: ast.AST) -> bool:
         return _mentions(self.rows, node)
@@ -264,6 +277,9 @@ class Walker:
                     HelperBinding(node.name, node, "function")
                 )
                 return
+            if is_pending(node):
+                self._defer(node, ctx)
+                return
             ctx = self._enter_function(node, ctx)
         elif isinstance(node, ast.stmt):
             self._remember_statement(node, ctx)
@@ -305,10 +321,62 @@ class Walker:
         rows = vocabulary.fact_rows(text, self.allocator_aliases, node.lineno)
         return _Context(None, None, facts, rows)
 
+    def _defer(self, node, ctx: _Context) -> None:
+        """A method check left unparsed: its facts wait for a reader."""
+        text = pending_text(node)
+        function = LazyFunctionFacts(
+            node,
+            ctx.cls,
+            lambda f: self._gather(f, ctx),
+            text,
+            lambda attr: may_assign_attribute(node, attr, text),
+        )
+        self._functions.append(function)
+        ctx.cls.functions.append(function)
+
+    def _gather(self, function: LazyFunctionFacts, ctx: _Context) -> None:
+        """Walk a deferred method as the walk would have, into facts of its
+        own: a method that may be deferred holds no allocation, launch, helper
+        or formula, and one that does is a misread (the whole file decides)."""
+        real, cls = self.facts, ctx.cls
+        self.facts = own = ModuleFacts(helper_names=dict(real.helper_names))
+        own_class = ClassFacts(cls.node)
+        self._filling = function
+        try:
+            materialize(function.node)
+            self.visit(function.node, _Context(None, None, own_class, ctx.whole), False)
+        finally:
+            self.facts, self._filling = real, None
+        if (
+            own_class.allocations
+            or own_class.launches
+            or own.formulas
+            or own.helper_calls
+            or own.helper_bindings
+            or own.imports
+            or own.helper_names != real.helper_names
+        ):
+            raise Misread(
+                f"method {function.node.name} holds facts",
+                (self.path, function.node.lineno, 1, ""),
+            )
+        # Its nested functions right after it, in the walk's order, and of
+        # the class as the walk would have made them.
+        nested = own_class.functions[1:]
+        for inner in nested:
+            inner.cls = cls
+        at = next(i for i, f in enumerate(cls.functions) if f is function)
+        cls.functions[at + 1 : at + 1] = nested
+
     def _enter_function(self, node, ctx: _Context) -> _Context:
         scope = _scope(node, ctx.scope, self.rows)
-        function = FunctionFacts(node, ctx.function, ctx.cls)
-        self._functions.append(function)
+        filling = self._filling
+        if filling is not None and filling.node is node:
+            function = filling
+            function.fill()
+        else:
+            function = FunctionFacts(node, ctx.function, ctx.cls)
+            self._functions.append(function)
         args = node.args
         every = (
             *args.posonlyargs,

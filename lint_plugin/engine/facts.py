@@ -99,6 +99,90 @@ class FunctionFacts:
     guards: list[ast.AST] = field(default_factory=list)
 
 
+def _deferred(name: str, bindings: bool = False) -> property:
+    """A field of :class:`LazyFunctionFacts`: filled by its walk, which a read
+    starts (a bindings field answers for names the text lacks without it)."""
+
+    def get(self):
+        found = self.__dict__.get(name)
+        if found is not None:
+            return found
+        if bindings:
+            return _Unwalked(self, name)
+        self.gathered()
+        return self.__dict__[name]
+
+    def put(self, value) -> None:
+        self._gather = None  # released: nothing left to walk
+        self.__dict__[name] = value
+
+    return property(get, put)
+
+
+class LazyFunctionFacts(FunctionFacts):
+    """A method of a class read whole whose walk waits until something reads
+    its facts (see :mod:`lint_plugin.engine.lazy_methods`). ``gather`` walks it
+    and fills these fields; a name its text never spells has no binding, so
+    asking for one does not walk it."""
+
+    def __init__(
+        self, node, cls: ClassFacts | None, gather, text: str, assigns
+    ) -> None:
+        self.__dict__.update(node=node, parent=None, cls=cls)
+        self._gather = gather
+        self._text = text
+        self._assigns = assigns  # assigns(attr): may it assign self.<attr>?
+
+    def gathered(self) -> None:
+        """Walk the method now (once)."""
+        gather, self._gather = self._gather, None
+        if gather is not None:
+            gather(self)
+
+    def fill(self) -> None:
+        """Empty fields for the walk to fill (it is walking this method)."""
+        self._gather = None
+        self.__dict__.update(params=[], locals=Bindings(), attrs=Bindings(), guards=[])
+
+    params = _deferred("params")
+    guards = _deferred("guards")
+    locals = _deferred("locals", bindings=True)
+    attrs = _deferred("attrs", bindings=True)
+
+
+class _Unwalked:
+    """The bindings of a method not walked yet: a name its text does not hold
+    is bound nowhere in it; any other question walks the method first."""
+
+    def __init__(self, owner: LazyFunctionFacts, kind: str) -> None:
+        self.owner = owner
+        self.kind = kind
+
+    def _walked(self) -> Bindings:
+        self.owner.gathered()
+        return self.owner.__dict__[self.kind]
+
+    def _may_bind(self, name: str) -> bool:
+        if name not in self.owner._text:
+            return False
+        return self.kind != "attrs" or self.owner._assigns(name)
+
+    def add(self, name: str, binding: Binding) -> None:
+        self._walked().add(name, binding)
+
+    def before(self, name: str, at: Position) -> Binding | None:
+        return self._walked().before(name, at) if self._may_bind(name) else None
+
+    def all(self, name: str) -> list[Binding]:
+        return self._walked().all(name) if self._may_bind(name) else []
+
+    def __contains__(self, name: str) -> bool:
+        return self._may_bind(name) and name in self._walked()
+
+    def names(self) -> set[str]:
+        return self._walked().names()
+
+
 @record(eq=False)
 class Allocation:
     """A torch allocation call and the name it is assigned to, if any."""

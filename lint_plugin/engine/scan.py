@@ -207,6 +207,22 @@ class Layout:
             at = parents[at]
         return outermost_def
 
+    def children(self, row: int) -> list[tuple[int, str, str]]:
+        """``(row, kind, name)`` of the blocks directly inside the block at
+        ``row`` (a ``def`` under an ``if`` of a class body counts: no block
+        line stands between)."""
+        at = bisect.bisect_left(self._block_rows, row)
+        if at == len(self.blocks) or self._block_rows[at] != row:
+            return []
+        parents, found = self._parents(), []
+        for index in range(at + 1, len(self.blocks)):
+            block = self.blocks[index]
+            if block[1] <= self.blocks[at][1]:
+                break  # past the block's end
+            if parents[index] == at:
+                found.append((block[0], block[2], block[3]))
+        return found
+
     def _parents(self) -> list[int]:
         """For each block, the nearest block before it indented less (-1)."""
         if self._parent_index is None:
@@ -225,6 +241,13 @@ class Layout:
         if self._offsets is None:
             self._offsets = list(itertools.accumulate(map(len, self.lines), initial=0))
         return self._offsets[row] + row
+
+    def whole_class(self, row: int) -> str | None:
+        """The name of the class read whole whose ``class`` line is ``row``."""
+        block = _BLOCK.match(self.lines[row].lstrip())
+        if block is None or block.group(1) != "class":
+            return None
+        return block.group(2) if self.read_whole(row, block.group(2)) else None
 
     def read_whole(self, row: int, name: str) -> bool:
         """Is the class at ``row`` read whole (``facts.read_whole``)?"""

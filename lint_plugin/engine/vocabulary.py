@@ -243,14 +243,20 @@ def row_words() -> re.Pattern[str]:
 
 
 @functools.lru_cache(maxsize=1)
-def second_words() -> re.Pattern[str]:
+def second_word_list() -> tuple[str, ...]:
     """A region can hold a statement rule's finding only if it also names the
     rest of a clause (or a helper)."""
     found: list[str] = []
     for clause in _statement_clauses():
         for group in clause[1:] if len(clause) > 1 else clause:
             found += words(group)
-    return re.compile(_pattern([*found, helper_prefix()]))
+    return tuple(dict.fromkeys([*found, helper_prefix()]))
+
+
+@functools.lru_cache(maxsize=1)
+def second_words() -> re.Pattern[str]:
+    """``second_word_list`` as one pattern."""
+    return re.compile(_pattern(second_word_list()))
 
 
 @functools.lru_cache(maxsize=1)

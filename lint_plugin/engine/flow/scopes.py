@@ -20,6 +20,7 @@ from lint_plugin.engine.flow.dataflow import (
     Summary,
     walrus_names,
 )
+from lint_plugin.engine.lazy_methods import is_pending, materialize, within
 from lint_plugin.engine.module_scope import ModuleScope
 from lint_plugin.engine.source import Source
 
@@ -282,29 +283,7 @@ class ClassInfo:
             self._sites = {}
             self._text = self.source.segment(self.node)
         found = []
-        rows = set()
-        text = self._text
-        size = len(attr)
-        counted, row = 0, self.node.lineno
-        # `.attr` by str.find (a pattern starting with `\w+` is tried at every
-        # offset: milliseconds on a class of thousands of lines).
-        position = text.find(attr)
-        while position >= 0:
-            after = position + size
-            tail = text[after] if after < len(text) else " "
-            index = position - 1
-            while index >= 0 and text[index] in " \t":
-                index -= 1
-            if (
-                index >= 0
-                and text[index] == "."
-                and not (tail.isalnum() or tail == "_")
-            ):
-                row += text.count("\n", counted, position)
-                counted = position
-                rows.add(row)
-            position = text.find(attr, after)
-        for row in sorted(rows):
+        for row in attribute_rows(self._text, attr, self.node.lineno):
             chain = _at_row(self.node.body, row)
             if not chain:
                 continue
@@ -373,6 +352,8 @@ class ClassInfo:
         for method in self.methods.values():
             if method is function:
                 return method
+            if not within(method, function.lineno):
+                continue  # a method not parsed yet, ending before it
             if (method.lineno, method.col_offset) <= (
                 function.lineno,
                 function.col_offset,
@@ -384,6 +365,61 @@ class ClassInfo:
         return None
 
 
+def attribute_rows(text: str, attr: str, first_row: int) -> list[int]:
+    """Rows of ``text`` (its first numbered ``first_row``) where ``.attr``
+    stands, ascending, each once."""
+    rows: list[int] = []
+    size = len(attr)
+    counted, row = 0, first_row
+    # `.attr` by str.find (a pattern starting with `\w+` is tried at every
+    # offset: milliseconds on a class of thousands of lines).
+    position = text.find(attr)
+    while position >= 0:
+        after = position + size
+        tail = text[after] if after < len(text) else " "
+        index = position - 1
+        while index >= 0 and text[index] in " \t":
+            index -= 1
+        if index >= 0 and text[index] == "." and not (tail.isalnum() or tail == "_"):
+            row += text.count("\n", counted, position)
+            counted = position
+            if not rows or rows[-1] != row:
+                rows.append(row)
+        position = text.find(attr, after)
+    return rows
+
+
+def may_assign_attribute(node: ast.AST, attr: str, text: str) -> bool:
+    """May the method ``node`` (or a function inside it), whose source is
+    ``text``, assign ``self.<attr>``? For a method not parsed yet, found from
+    the rows its text spells ``.attr`` on: only those statements of its tree
+    are looked at (a method reading ``self.num_heads`` on every other line is
+    parsed, not walked)."""
+    if not is_pending(node):
+        return True  # parsed already: the walk's own bindings say
+    rows = attribute_rows(text, attr, node.lineno)
+    if not rows:
+        return False
+    materialize(node)
+    return binds_self_attribute(node.body, rows, attr)
+
+
+def binds_self_attribute(
+    body: Sequence[ast.stmt], rows: Sequence[int], attr: str
+) -> bool:
+    """Does a statement of ``body`` holding one of ``rows`` (nested functions
+    too) assign ``self.<attr>`` as a target, as the walk's bindings record it?"""
+    for row in rows:
+        for stmt in _at_row(body, row):
+            if any(
+                name == attr
+                for target in _targets(stmt)
+                for name in _self_attributes(target, "self")
+            ):
+                return True
+    return False
+
+
 def _at_row(body: Sequence[ast.stmt], row: int) -> list[ast.stmt]:
     """The statements holding ``row``, outermost first, through nested
     functions too."""
@@ -391,7 +427,9 @@ def _at_row(body: Sequence[ast.stmt], row: int) -> list[ast.stmt]:
     block: Sequence[ast.stmt] = body
     while block:
         for stmt in block:
-            if stmt.lineno <= row <= stmt.end_lineno:
+            # `within` first: a method not parsed yet parses when its end is
+            # read, and one whose block ends above the row cannot hold it.
+            if stmt.lineno <= row and within(stmt, row) and row <= stmt.end_lineno:
                 chain.append(stmt)
                 block = list(_inner_statements(stmt))
                 break
