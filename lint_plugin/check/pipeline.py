@@ -161,9 +161,14 @@ def check_files(
     # instead (``_check_serially``), and as before once the run is over.
     collecting = gc.isenabled()
     gc.disable()
+    # What is alive now (the modules imported, the settings) lives to the end:
+    # frozen, the collections every so many files do not walk it again (20 ms
+    # each, a twentieth of a warm whole-package run).
+    gc.freeze()
     try:
         return _check_files(paths, selection, settings, cache, notes)
     finally:
+        gc.unfreeze()
         if collecting:
             gc.enable()
 
