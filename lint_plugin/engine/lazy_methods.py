@@ -85,7 +85,9 @@ def plan(
         if end >= class_end:
             continue
         method = text[layout.offset(row) : layout.offset(end)]
-        if not deferrable(method, aliases, allocators):
+        # A backslash can continue a line onto one the scan takes for the
+        # next statement of the class: the stub's class would then parse.
+        if "\\\n" in method or not deferrable(method, aliases, allocators):
             continue
         found.append(Deferred(row, end, name, lines[row].lstrip().startswith("async")))
     return found

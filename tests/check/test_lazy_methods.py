@@ -68,7 +68,6 @@ SHAPES = {
     ),
     "one-liner": "    def one(self): return 1\n",
     "tabs": "    def tabbed(self):\n    \tif self:\n    \t\treturn 2\n",
-    "backslash": "    def joined(self):\n        y = 1 + \\\n            2\n        return y\n",
     "nested": (
         "    def outer(self):\n        def inner():\n"
         "            self.row = self.max_context_len\n        return inner\n"
@@ -165,6 +164,16 @@ def test_a_deferred_method_costs_no_finding(shape: str) -> None:
     text = _program([SHAPES[shape], SHAPES["plain"]])
     assert _check(text) == _whole_walk(text)
     assert _check(text), "the unsized row is reported"
+
+
+def test_a_backslash_onto_a_class_level_line_keeps_the_method_parsed() -> None:
+    """The line a backslash continues a method's statement onto reads, to the
+    line scan, as the class's next statement: deferring the method would give
+    the class an attribute it does not have."""
+    method = "    def helper(self):\n        x = \\\n    LIMIT = 4096\n"
+    text = _program([method, SHAPES["plain"]], "max_bs * self.LIMIT")
+    assert [m.name for m in _region_tree(text)[1]] == ["set_row"]
+    assert _check(text) == _whole_walk(text)
 
 
 def test_a_method_under_an_if_is_parsed_with_its_class() -> None:
