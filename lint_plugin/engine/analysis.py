@@ -348,8 +348,7 @@ class Walker:
         finally:
             self.facts, self._filling = real, None
         if (
-            own_class.allocations
-            or own_class.launches
+            any(c.allocations or c.launches for c in (own_class, *own.classes))
             or own.formulas
             or own.helper_calls
             or own.helper_bindings
