@@ -173,7 +173,16 @@ def _parse_region(
     while deferred:
         text = lazy_methods.skeleton(lines, first, end, deferred)
         tree = syntax.parse("if 1:\n" + text if indent else text, path)
-        misplaced = lazy_methods.attach(tree, deferred, start, lines, path)
+        misplaced = lazy_methods.attach(
+            tree,
+            deferred,
+            start,
+            lines,
+            path,
+            lambda text: lazy_methods.deferrable(
+                text, aliases, file_allocator_aliases(module)
+            ),
+        )
         if not misplaced:
             return tree
         deferred = [m for m in deferred if m not in misplaced]

@@ -21,7 +21,7 @@ decides, as for a region the line scan misread.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lint_plugin.engine import syntax, vocabulary
 from lint_plugin.engine.facts import _PREFIX, GUARD, KERNEL
@@ -85,9 +85,7 @@ def plan(
         if end >= class_end:
             continue
         method = text[layout.offset(row) : layout.offset(end)]
-        # A backslash can continue a line onto one the scan takes for the
-        # next statement of the class: the stub's class would then parse.
-        if "\\\n" in method or not deferrable(method, aliases, allocators):
+        if _misread(method) or not deferrable(method, aliases, allocators):
             continue
         found.append(Deferred(row, end, name, lines[row].lstrip().startswith("async")))
     return found
@@ -112,6 +110,14 @@ def skeleton(lines: list[str], start: int, end: int, deferred: list[Deferred]) -
 # decorators (parsed with the stub) and where it starts are known without it;
 # where it ends is the parser's to say (readers of a class body look at the
 # end of the one statement that can hold a row: engine/flow/scopes).
+def _misread(text: str) -> bool:
+    """Could the line scan misjudge where this method ends, or what its words
+    are? A backslash can continue a line onto one the scan takes for the next
+    statement; a form feed resets the column Python counts indentation from;
+    identifiers are read NFKC-normalised (a fullwidth `t` reads as `t`)."""
+    return "\\\n" in text or "\x0c" in text or not text.isascii()
+
+
 def _lazy_fields(base: type) -> tuple[str, ...]:
     return (
         *(f for f in base._fields if f not in ("name", "decorator_list")),
@@ -179,12 +185,15 @@ def attach(
     row_offset: int,
     lines: list[str],
     path: str,
+    may_defer: Callable[[str], bool],
 ) -> list[Deferred]:
     """Put a lazy node in place of each stub of ``tree`` (parsed from
     ``skeleton``; its rows are the file's less ``row_offset``) that stands in
-    the class's own body. The stubs found elsewhere (a method under an ``if``
-    of the class body) are returned: the statement around one would end where
-    the stub ends, so the caller parses again without them."""
+    the class's own body and whose decorators, with the method, still pass
+    ``may_defer`` (the walk reads a decorator with its method). The others
+    are returned (a method under an ``if`` of the class body: the ``if``
+    would end where its stub ends), and the caller parses again without
+    them."""
     by_line = {m.row - row_offset + 1: m for m in deferred}
     placed = set()
     cls = tree.body[0]
@@ -192,9 +201,14 @@ def attach(
         cls = cls.body[0]
     for index, stmt in enumerate(cls.body):
         method = by_line.get(stmt.lineno)
-        if method is not None and isinstance(stmt, _FUNCTIONS):
-            cls.body[index] = _lazy_node(stmt, method, lines, path)
-            placed.add(method)
+        if method is None or not isinstance(stmt, _FUNCTIONS):
+            continue
+        if stmt.decorator_list:
+            first = stmt.decorator_list[0].lineno - 1 + row_offset
+            if not may_defer("\n".join(lines[first : method.end])):
+                continue
+        cls.body[index] = _lazy_node(stmt, method, lines, path)
+        placed.add(method)
     return [m for m in deferred if m not in placed]
 
 

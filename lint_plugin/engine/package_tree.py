@@ -214,9 +214,7 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
         # No `global`, `globals()` or `sys.modules[__name__]`: nothing inside
         # a def or a class can bind a module name, so their bodies need no
         # tree (most of a module's text: 35 ms against 12 for the helpers'
-        # home in 0.5.23, read by KVI007 on every run that imports it). No
-        # backslash either: one can continue a line of a def onto a line the
-        # scan takes for the next module-level statement.
+        # home in 0.5.23, read by KVI007 on every run that imports it).
         found = _names_without_bodies(data)
         if found is not _UNREAD:
             return found
@@ -224,7 +222,10 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
 
 
 _UNREAD: frozenset[str] = frozenset({"<not read by its skeleton>"})
-_READ_INSIDE = (b"global", b"modules", b"\\\n", b"\\\r")
+# Also a backslash (it can continue a line of a def onto one the line scan
+# takes for a module-level statement) and a form feed (Python counts a line's
+# indentation from it).
+_READ_INSIDE = (b"global", b"modules", b"\\\n", b"\\\r", b"\x0c")
 
 
 def _names_without_bodies(data: bytes) -> frozenset[str] | None:

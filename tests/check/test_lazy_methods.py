@@ -176,6 +176,33 @@ def test_a_backslash_onto_a_class_level_line_keeps_the_method_parsed() -> None:
     assert _check(text) == _whole_walk(text)
 
 
+# Texts the line scan could misjudge, or whose decorators the walk reads with
+# the method: each is parsed with its class (found by a review of this code).
+MISJUDGED = {
+    "a decorator holding a formula": (
+        "    @d(a * self.topk * self.max_context_len)\n"
+        "    def f(self):\n        pass\n",
+        "",
+    ),
+    "a form feed resetting the indentation": (
+        "    def f(self):\n        pass\n     \x0c    def row(self):\n"
+        "        return self.max_context_len\n",
+        "max_bs * self.row()",
+    ),
+    "an identifier that is topk once normalised": (
+        "    def f(self, a):\n        return a * self.\uff54opk * self.max_context_len\n",
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISJUDGED))
+def test_what_the_scan_may_misjudge_is_parsed_with_its_class(case: str) -> None:
+    method, width = MISJUDGED[case]
+    text = _program([method], width or WIDTH)
+    assert _check(text) == _whole_walk(text) != []
+
+
 def test_a_method_under_an_if_is_parsed_with_its_class() -> None:
     text = _program([UNDER_AN_IF, SHAPES["plain"]])
     tree, deferred = _region_tree(text)

@@ -54,6 +54,8 @@ def _same(data: bytes) -> None:
         # The line after a backslash is the def's, not a module-level statement.
         ("def f():\n    x = \\\ny = 2\n", None),
         ("def f():\r\n    x = \\\r\ny = 2\r\n", None),
+        # Python counts the indentation from a form feed: `y` is module-level.
+        ("def f():\n    pass\n  \x0cy = 1\n", None),
         ("# -*- coding: latin-1 -*-\ncaf\xe9 = 1\ndef f():\n    pass\n", True),
         ("def f():\r\n    pass\r\nx = 1\r\n", True),
         ("def f():\r    pass\rx = 1\r", True),
