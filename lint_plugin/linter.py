@@ -179,7 +179,7 @@ def _parse_region(
             start,
             lines,
             path,
-            lambda text: lazy_methods.deferrable(
+            lambda text: lazy_methods.may_defer(
                 text, aliases, file_allocator_aliases(module)
             ),
         )

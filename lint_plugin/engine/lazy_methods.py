@@ -51,12 +51,20 @@ class Deferred:
 _ALWAYS_READ = (_PREFIX, GUARD, KERNEL)
 
 
+def may_defer(text: str, aliases: Sequence[str], allocators: frozenset[str]) -> bool:
+    """May the method ``text`` (with its decorators, when it has some) be left
+    unparsed until something reads it? Only when the line scan reads it as
+    Python does and it holds nothing a rule starts from (``deferrable``)."""
+    return not _misread(text) and deferrable(text, aliases, allocators)
+
+
 def deferrable(text: str, aliases: Sequence[str], allocators: frozenset[str]) -> bool:
-    """May the method ``text`` be left unparsed until something reads it? Only
-    when it holds no fact row (an allocation, launch or guard call by any name
-    the file gives them), names no helper and no alias of one, and does not
-    hold both words of a statement rule's clause (as a region must, to be
-    parsed at all). Substring tests: a superset of what the walk matches."""
+    """Does the method ``text`` hold nothing a rule starts from? No fact row
+    (an allocator, the kernel or the guard as a whole word, by any name the
+    file gives them: every call the walk records is one), no helper and no
+    alias of one, and not both words of a statement rule's clause (as a region
+    must, to be parsed at all). Substring tests: a superset of what the walk
+    matches."""
     # Cheapest first: most methods of a draft backend name a clause.
     if any(w in text for w in vocabulary.region_seed_words()) and any(
         w in text for w in vocabulary.second_word_list()
@@ -85,7 +93,7 @@ def plan(
         if end >= class_end:
             continue
         method = text[layout.offset(row) : layout.offset(end)]
-        if _misread(method) or not deferrable(method, aliases, allocators):
+        if not may_defer(method, aliases, allocators):
             continue
         found.append(Deferred(row, end, name, lines[row].lstrip().startswith("async")))
     return found

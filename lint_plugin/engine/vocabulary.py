@@ -269,25 +269,23 @@ def fact_words() -> tuple[str, ...]:
 
 
 def fact_pattern(aliases: Iterable[str] = ()) -> re.Pattern[str]:
-    """Rows of a class read whole whose expressions hold facts: a call (or a
-    launch, ``kernel[grid](...)``) of a fact word, or of one of ``aliases``
-    (other names a file gives an allocator)."""
+    """Rows of a class read whole whose expressions may hold facts: a fact
+    word, or one of ``aliases`` (other names a file gives an allocator), as a
+    whole identifier. Whatever follows it: a call is also written
+    ``(torch.zeros)(...)``, or with a comment before its bracket."""
     return _fact_pattern(tuple(sorted(set(aliases))))
 
 
 @functools.lru_cache(maxsize=32)
 def _fact_pattern(aliases: tuple[str, ...]) -> re.Pattern[str]:
     names = _pattern([*fact_words(), *aliases])
-    return re.compile(rf"\b(?:{names})\s*[(\[]")
-
-
-_CALLED = re.compile(r"\s*[(\[]")
+    return re.compile(rf"\b(?:{names})(?!\w)")
 
 
 def fact_rows(text: str, aliases: Iterable[str] = (), first_row: int = 1) -> list[int]:
     """The rows ``fact_pattern(aliases)`` matches on, found word by word with
     ``str.find`` (the pattern starts with ``\\b``, which ``re`` tries at every
-    offset): a word not led by a word character, then a bracket."""
+    offset): a word with no word character on either side."""
     from lint_plugin.engine.source import rows_of
 
     starts = []
@@ -296,8 +294,9 @@ def fact_rows(text: str, aliases: Iterable[str] = (), first_row: int = 1) -> lis
         at = text.find(word)
         while at >= 0:
             before = text[at - 1] if at else ""
-            if not (before.isalnum() or before == "_") and _CALLED.match(
-                text, at + size
+            after = text[at + size] if at + size < len(text) else ""
+            if not (
+                before.isalnum() or before == "_" or after.isalnum() or after == "_"
             ):
                 starts.append(at)
             at = text.find(word, at + 1)

@@ -193,6 +193,29 @@ MISJUDGED = {
         "    def f(self, a):\n        return a * self.\uff54opk * self.max_context_len\n",
         "",
     ),
+    "a decorator spelling topk another way": (
+        "    @d(a * self.\uff54opk * self.max_context_len)\n    def f(self):\n"
+        "        pass\n",
+        "",
+    ),
+    "a decorator continued by a backslash": (
+        "    @d(torch.zeros \\\n"
+        "        ((self.speculative_num_steps, max_bs * self.max_context_len)))\n"
+        "    def f(self):\n        pass\n",
+        "",
+    ),
+    # Every call the walk records names its allocator as a whole word.
+    "an allocator in parentheses": (
+        "    def f(self, max_bs):\n        self.buf = (torch.zeros)(\n"
+        "            (self.speculative_num_steps, max_bs * self.max_context_len)\n"
+        "        )\n",
+        "",
+    ),
+    "a comment before the call's bracket": (
+        "    def f(self, max_bs):\n        self.buf = (torch.zeros  # note\n"
+        "            ((self.speculative_num_steps, max_bs * self.max_context_len)))\n",
+        "",
+    ),
 }
 
 
@@ -201,6 +224,20 @@ def test_what_the_scan_may_misjudge_is_parsed_with_its_class(case: str) -> None:
     method, width = MISJUDGED[case]
     text = _program([method], width or WIDTH)
     assert _check(text) == _whole_walk(text) != []
+
+
+def test_an_allocation_the_scan_reads_as_no_call_is_walked() -> None:
+    """`(torch.zeros)(...)`, whose width an `__init__` assigns: the rows the
+    walk reads a class's facts from hold its allocator as a whole word, not
+    only as a call (the fast path missed it before deferring was written)."""
+    init = (
+        "    def set_w(self, max_bs):\n        self.w = max_bs * self.max_context_len\n"
+    )
+    text = _program([init], "self.w").replace("torch.zeros(\n", "(torch.zeros)(\n")
+    assert "(torch.zeros)(" in text
+    assert (
+        [f[2] for f in _check(text)] == ["KVI003"] == [f[2] for f in _whole_walk(text)]
+    )
 
 
 def test_a_method_under_an_if_is_parsed_with_its_class() -> None:
