@@ -200,6 +200,10 @@ def _deferred_methods(
     name = layout.whole_class(start)
     if name is None or layout.block_end(start) != end:
         return []
+    if "\x0c" in layout.text[layout.offset(start) : layout.offset(end)]:
+        # Python counts indentation from a form feed: the class may end before
+        # the line scan says, and its last method is then not the one it says.
+        return []
     return lazy_methods.plan(layout, start, aliases, file_allocator_aliases(module))
 
 

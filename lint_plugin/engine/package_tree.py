@@ -210,7 +210,7 @@ def _bound_names(data: bytes) -> frozenset[str] | None:
     """The names ``data`` binds at module level once it has run; None when a
     ``*`` import, a module ``__getattr__`` or ``globals()`` may bind any;
     ``_BROKEN`` when it does not parse."""
-    if not any(word in data for word in _READ_INSIDE):
+    if not _may_bind_inside(data):
         # No `global`, `globals()` or `sys.modules[__name__]`: nothing inside
         # a def or a class can bind a module name, so their bodies need no
         # tree (most of a module's text: 35 ms against 12 for the helpers'
@@ -226,6 +226,23 @@ _UNREAD: frozenset[str] = frozenset({"<not read by its skeleton>"})
 # takes for a module-level statement) and a form feed (Python counts a line's
 # indentation from it).
 _READ_INSIDE = (b"global", b"modules", b"\\\n", b"\\\r", b"\x0c")
+
+
+def _may_bind_inside(data: bytes) -> bool:
+    """May a def or a class of ``data`` bind a module name, or hide where it
+    ends from the line scan? Searched in the text Python reads identifiers
+    as (NFKC: a fullwidth `g` in `globals` is a `g`)."""
+    if not data.isascii():
+        import unicodedata
+
+        from lint_plugin.engine.prefilter import SourceError, decode
+
+        try:
+            text = unicodedata.normalize("NFKC", decode(data))
+        except SourceError:
+            return True
+        data = text.encode("utf-8", "surrogatepass")
+    return any(word in data for word in _READ_INSIDE)
 
 
 def _names_without_bodies(data: bytes) -> frozenset[str] | None:

@@ -240,6 +240,19 @@ def test_an_allocation_the_scan_reads_as_no_call_is_walked() -> None:
     )
 
 
+def test_a_form_feed_after_the_class_keeps_its_methods_parsed() -> None:
+    """Python reads ` \\fX = 1` as a line at column 0, the line scan as one
+    of the class: its real last method would be deferred, and the class end
+    there (found by a review of this code)."""
+    text = (
+        "import torch\nclass B:\n    def g(self, max_bs):\n"
+        "        self.buf = torch.zeros((self.speculative_num_steps, max_bs * self.row))\n"
+        "        self.topk = 1\n\n    def f(self):\n"
+        "        self.row = self.max_context_len\n \x0cX = 1\n"
+    )
+    assert _check(text) == _whole_walk(text) != []
+
+
 def test_a_method_under_an_if_is_parsed_with_its_class() -> None:
     text = _program([UNDER_AN_IF, SHAPES["plain"]])
     tree, deferred = _region_tree(text)

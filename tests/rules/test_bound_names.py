@@ -56,6 +56,9 @@ def _same(data: bytes) -> None:
         ("def f():\r\n    x = \\\r\ny = 2\r\n", None),
         # Python counts the indentation from a form feed: `y` is module-level.
         ("def f():\n    pass\n  \x0cy = 1\n", None),
+        # Identifiers are read NFKC-normalised: these are globals and modules.
+        ("def f():\n    return \uff47lobals()\n", None),
+        ("import sys\ndef f():\n    sys.\uff4dodules[__name__].y = 1\n", None),
         ("# -*- coding: latin-1 -*-\ncaf\xe9 = 1\ndef f():\n    pass\n", True),
         ("def f():\r\n    pass\r\nx = 1\r\n", True),
         ("def f():\r    pass\rx = 1\r", True),
