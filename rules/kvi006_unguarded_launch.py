@@ -396,7 +396,10 @@ def _fix(
     if statement is None:
         return None, "the launch is not a statement of its own"
     names = [bs] + ([buffer.id] if isinstance(buffer, ast.Name) else [])
-    place = place_guard(function, statement, seq_lens_sum, names, report.source.lines)
+    source = report.source
+    place = place_guard(
+        function, statement, seq_lens_sum, names, source.lines, source.row_offset
+    )
     if place.at is None:
         return None, place.reason
     indent = place.indent

@@ -40,9 +40,11 @@ def place_guard(
     seq_lens_sum: str,
     names: list[str],
     lines: list[str],
+    row_offset: int = 0,
 ) -> Placement:
     """Where the guard for ``launch`` (a statement of ``function``) goes; ``names``
-    are the guard's other locals (the buffer, ``bs``); ``lines`` the source's."""
+    are the guard's other locals (the buffer, ``bs``); ``lines`` the source's,
+    whose rows are the file's less ``row_offset`` (a region check parsed)."""
     at = position(launch)
     bounds = [
         b
@@ -53,10 +55,11 @@ def place_guard(
         indent = lines[launch.lineno - 1][: launch.col_offset]
         return Placement((launch.lineno, launch.col_offset), indent)
     bound = bounds[-1]
+    row = bound.at[0] + row_offset
     why = (
-        f"`{seq_lens_sum}` is replaced by an upper bound on line "
-        f"{bound.at[0]} before the launch: a guard there checks the bound, not "
-        "the used length, and fires on valid input"
+        f"`{seq_lens_sum}` is replaced by an upper bound on line {row} before "
+        "the launch: a guard there checks the bound, not the used length, and "
+        "fires on valid input"
     )
     branch = _branch(function.node, bound.statement)
     if branch is None or len(bounds) > 1:

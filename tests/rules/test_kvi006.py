@@ -13,7 +13,7 @@ from lint_plugin.fix.guard_home import guard_module_for
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.linter import lint_source
 from lint_plugin.rules import OPT_IN
-from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND
+from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND, RULE
 
 KVI006 = Options(
     unsafe_fixes=True, opt_in=OPT_IN, selected=lambda f: f.code == "KVI006"
@@ -149,3 +149,23 @@ def test_the_configured_guard_module_wins(tmp_path) -> None:
     assert "\nfrom sglang.kernels.ops.attention.utils import assert_buffer_fits\n" in (
         tree_default
     )
+
+
+@pytest.mark.parametrize(
+    "example",
+    [*RULE.valid, *RULE.invalid],
+    ids=[f"valid-{i}" for i in range(len(RULE.valid))]
+    + [f"invalid-{i}" for i in range(len(RULE.invalid))],
+)
+def test_check_reports_what_a_whole_walk_reports(example) -> None:
+    """check parses a region: the rows its messages name are the file's (the
+    upper bound's line was counted from the region's first row)."""
+    from lint_plugin.engine.source import Source
+    from lint_plugin.linter import lint_tree
+
+    settings = Settings(opt_in=OPT_IN)
+    text = example.code
+    key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
+    whole = lint_tree(ast.parse(text), Source(text), "b.py", None, settings)
+    fast = lint_source(text, "b.py", settings, syntax_check=lambda t, p: None)
+    assert sorted(map(key, fast)) == sorted(map(key, whole))
