@@ -96,11 +96,21 @@ def _statements_around(
     """The statements holding ``rows``; a class only as a whole when ``check``
     reads it whole too (a possible draft backend, or one calling a helper)."""
     for stmt in body:
-        if not any(stmt.lineno <= row <= stmt.end_lineno for row in rows):
+        # A decorated def or class starts at its first decorator's row.
+        decorators = getattr(stmt, "decorator_list", None)
+        first = decorators[0].lineno if decorators else stmt.lineno
+        if not any(first <= row <= stmt.end_lineno for row in rows):
             continue
         if isinstance(stmt, ast.ClassDef) and not read_whole(
             stmt.name, source.segment(stmt), aliases
         ):
+            # Its header's expressions too: the walk reads them with the class.
+            header = [*stmt.decorator_list, *stmt.bases, *stmt.keywords]
+            yield from (
+                node
+                for node in header
+                if any(node.lineno <= row <= node.end_lineno for row in rows)
+            )
             yield from _statements_around(stmt.body, rows, source, aliases)
         else:
             yield stmt

@@ -208,3 +208,30 @@ def test_an_unused_directive_in_a_file_without_findings_in_any_case(
     ]
     assert reported == [(1, 8, "KVI100")]
     assert flake8(path) == reported
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A formula in a method's decorator, in a class not read whole: the
+        # decorator's rows come before the def's own.
+        "class Base:\n    @d(a * self.topk * self.max_context_len)\n"
+        "    def f(self):\n        pass\n",
+        "@d(a * topk * max_context_len)\ndef f():\n    pass\n",
+        "@d(\n    a * topk * max_context_len,\n)\nclass C:\n    pass\n",
+        "class C(Base[a * topk * max_context_len], n=a * topk * max_context_len):\n"
+        "    pass\n",
+    ],
+)
+def test_the_plugin_reads_decorators_as_check_does(text: str) -> None:
+    """In process, against ``check``'s engine (found by a review: the plugin
+    looked only at the rows from the ``def`` on)."""
+    import ast
+
+    from lint_plugin.flake8_plugin import KviChecker
+
+    KviChecker.disable_noqa = True
+    found = KviChecker(ast.parse(text), "x.py", text.splitlines(True)).run()
+    plugin = sorted((row, column + 1, message[:6]) for row, column, message, _ in found)
+    check = sorted((f.row, f.column, f.code) for f in lint_source(text, "x.py"))
+    assert plugin == check != []
