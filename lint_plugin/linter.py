@@ -140,8 +140,17 @@ def _check_region(
         # An indented block parses as the body of an `if`, columns untouched.
         snippet = "if 1:\n" + snippet
         start -= 1
-    tree = _parse_region(
-        snippet, path, lines, start, end, indent, layout, aliases, module
+    # The file's rows of the region (without the `if` it is wrapped in).
+    first = start + 1 if indent else start
+    tree = lazy_methods.parse_region(
+        snippet,
+        path,
+        layout,
+        first,
+        end,
+        indent,
+        aliases,
+        file_allocator_aliases(module),
     )
     return lint_tree(
         tree,
@@ -153,58 +162,6 @@ def _check_region(
         module,
         notes,
     )
-
-
-def _parse_region(
-    snippet: str,
-    path: str,
-    lines: list[str],
-    start: int,
-    end: int,
-    indent: bool,
-    layout: scan.Layout,
-    aliases: tuple[str, ...],
-    module: TextModuleScope,
-) -> ast.Module:
-    """``snippet``'s tree (its first row is the file's ``start``); a class read
-    whole with the methods it may defer left as stubs (``lazy_methods``)."""
-    first = start + 1 if indent else start
-    deferred = _deferred_methods(first, end, layout, aliases, module)
-    while deferred:
-        text = lazy_methods.skeleton(lines, first, end, deferred)
-        tree = syntax.parse("if 1:\n" + text if indent else text, path)
-        misplaced = lazy_methods.attach(
-            tree,
-            deferred,
-            start,
-            lines,
-            path,
-            lambda text: lazy_methods.may_defer(
-                text, aliases, file_allocator_aliases(module)
-            ),
-        )
-        if not misplaced:
-            return tree
-        deferred = [m for m in deferred if m not in misplaced]
-    return syntax.parse(snippet, path)
-
-
-def _deferred_methods(
-    start: int,
-    end: int,
-    layout: scan.Layout,
-    aliases: tuple[str, ...],
-    module: TextModuleScope,
-) -> list[lazy_methods.Deferred]:
-    """The methods a region that is a class read whole may leave unparsed."""
-    name = layout.whole_class(start)
-    if name is None or layout.block_end(start) != end:
-        return []
-    if "\x0c" in layout.text[layout.offset(start) : layout.offset(end)]:
-        # Python counts indentation from a form feed: the class may end before
-        # the line scan says, and its last method is then not the one it says.
-        return []
-    return lazy_methods.plan(layout, start, aliases, file_allocator_aliases(module))
 
 
 def lint_tree(

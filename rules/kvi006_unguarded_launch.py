@@ -396,10 +396,7 @@ def _fix(
     if statement is None:
         return None, "the launch is not a statement of its own"
     names = [bs] + ([buffer.id] if isinstance(buffer, ast.Name) else [])
-    source = report.source
-    place = place_guard(
-        function, statement, seq_lens_sum, names, source.lines, source.row_offset
-    )
+    place = place_guard(function, statement, seq_lens_sum, names, report.source)
     if place.at is None:
         return None, place.reason
     indent = place.indent

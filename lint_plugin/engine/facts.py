@@ -167,9 +167,6 @@ class _Unwalked:
             return False
         return self.kind != "attrs" or self.owner._assigns(name)
 
-    def add(self, name: str, binding: Binding) -> None:
-        self._walked().add(name, binding)
-
     def before(self, name: str, at: Position) -> Binding | None:
         return self._walked().before(name, at) if self._may_bind(name) else None
 

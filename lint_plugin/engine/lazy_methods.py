@@ -21,7 +21,7 @@ decides, as for a region the line scan misread.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from lint_plugin.engine import syntax, vocabulary
 from lint_plugin.engine.facts import _PREFIX, GUARD, KERNEL
@@ -44,6 +44,7 @@ class Deferred:
     end: int  # the first row after its block
     name: str
     is_async: bool
+    is_class: bool = False  # a class stubbed the same way (package_tree)
 
 
 # What any rule's walk starts from, besides the fact rows: a helper (or a name
@@ -95,8 +96,12 @@ def plan(
         method = text[layout.offset(row) : layout.offset(end)]
         if not may_defer(method, aliases, allocators):
             continue
-        found.append(Deferred(row, end, name, lines[row].lstrip().startswith("async")))
+        found.append(Deferred(row, end, name, is_async_def(lines[row])))
     return found
+
+
+def is_async_def(line: str) -> bool:
+    return line.lstrip().startswith("async")
 
 
 def skeleton(lines: list[str], start: int, end: int, deferred: list[Deferred]) -> str:
@@ -107,9 +112,13 @@ def skeleton(lines: list[str], start: int, end: int, deferred: list[Deferred]) -
     for method in deferred:
         line = lines[method.row]
         indent = line[: len(line) - len(line.lstrip())]
-        keyword = "async def " if method.is_async else "def "
+        if method.is_class:
+            stub = f"class {method.name}: pass"
+        else:
+            keyword = "async def " if method.is_async else "def "
+            stub = f"{keyword}{method.name}(): pass"
         at = method.row - start
-        kept[at] = f"{indent}{keyword}{method.name}(): pass"
+        kept[at] = indent + stub
         kept[at + 1 : method.end - start] = [""] * (method.end - method.row - 1)
     return "\n".join(kept) + "\n"
 
@@ -187,13 +196,56 @@ def within(node: ast.AST, row: int) -> bool:
     return pending is None or row <= pending.last
 
 
+def parse_region(
+    snippet: str,
+    path: str,
+    layout: Layout,
+    start: int,
+    end: int,
+    indent: bool,
+    aliases: Sequence[str],
+    allocators: frozenset[str],
+) -> ast.Module:
+    """The tree of ``snippet``, check's region of rows ``[start, end)``
+    (``indent``: it is wrapped in an ``if``); a class read whole with the
+    methods it may defer left as stubs, lazy nodes in their place."""
+    deferred = _region_plan(layout, start, end, aliases, allocators)
+    lines, wrap = layout.lines, "if 1:\n" if indent else ""
+    offset = start - 1 if indent else start  # the tree's first row, in the file
+    while deferred:
+        tree = syntax.parse(wrap + skeleton(lines, start, end, deferred), path)
+        misplaced = attach(tree, deferred, offset, lines, path, aliases, allocators)
+        if not misplaced:
+            return tree
+        deferred = [m for m in deferred if m not in misplaced]
+    return syntax.parse(snippet, path)
+
+
+def _region_plan(
+    layout: Layout,
+    start: int,
+    end: int,
+    aliases: Sequence[str],
+    allocators: frozenset[str],
+) -> list[Deferred]:
+    """``plan`` for a region that is a class read whole, else nothing."""
+    if layout.whole_class(start) is None or layout.block_end(start) != end:
+        return []
+    if "\x0c" in layout.text[layout.offset(start) : layout.offset(end)]:
+        # Python counts indentation from a form feed: the class may end before
+        # the line scan says, and its last method is then not the one it says.
+        return []
+    return plan(layout, start, aliases, allocators)
+
+
 def attach(
     tree: ast.Module,
     deferred: list[Deferred],
     row_offset: int,
     lines: list[str],
     path: str,
-    may_defer: Callable[[str], bool],
+    aliases: Sequence[str],
+    allocators: frozenset[str],
 ) -> list[Deferred]:
     """Put a lazy node in place of each stub of ``tree`` (parsed from
     ``skeleton``; its rows are the file's less ``row_offset``) that stands in
@@ -213,7 +265,7 @@ def attach(
             continue
         if stmt.decorator_list:
             first = stmt.decorator_list[0].lineno - 1 + row_offset
-            if not may_defer("\n".join(lines[first : method.end])):
+            if not may_defer("\n".join(lines[first : method.end]), aliases, allocators):
                 continue
         cls.body[index] = _lazy_node(stmt, method, lines, path)
         placed.add(method)

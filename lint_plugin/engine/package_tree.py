@@ -253,6 +253,7 @@ def _names_without_bodies(data: bytes) -> frozenset[str] | None:
     import symtable
     import warnings
 
+    from lint_plugin.engine.lazy_methods import Deferred, is_async_def, skeleton
     from lint_plugin.engine.prefilter import SourceError, decode
     from lint_plugin.engine.scan import Layout, StringSpans
     from lint_plugin.engine.source import normalised
@@ -269,13 +270,12 @@ def _names_without_bodies(data: bytes) -> frozenset[str] | None:
         return _UNREAD  # symtable is stricter than ast: the tree decides
     lines = text.split("\n")
     layout = Layout(text, lines, StringSpans(text))
-    for row, end, kind, name in layout.top_level_blocks():
-        keyword = "class " if kind == "class" else "def "
-        if lines[row].startswith("async"):
-            keyword = "async def "
-        stub = f"{keyword}{name}():" if kind == "def" else f"{keyword}{name}:"
-        lines[row:end] = [stub + " pass", *[""] * (end - row - 1)]
-    found = _names_of_tree("\n".join(lines))  # text: its cookie is read
+    stubs = [
+        Deferred(row, end, name, is_async_def(lines[row]), kind == "class")
+        for row, end, kind, name in layout.top_level_blocks()
+    ]
+    text = skeleton(lines, 0, len(lines), stubs)
+    found = _names_of_tree(text)  # text: its cookie is read
     return _UNREAD if found is _BROKEN else found
 
 

@@ -87,12 +87,7 @@ def regions(
         spans.append((start, end))
     regions = []
     for start, end in spans:
-        block = _BLOCK.match(lines[start].lstrip())
-        whole_class = (
-            block
-            and block.group(1) == "class"
-            and layout.read_whole(start, block.group(2))
-        )
+        whole_class = layout.whole_class(start) is not None
         # Searched in place: the span's lines joined, without a copy (a search
         # ending at ``endpos`` sees the text end there, as in the joined lines).
         first, last = layout.offset(start), layout.offset(end) - 1

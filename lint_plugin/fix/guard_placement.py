@@ -20,6 +20,7 @@ import ast
 
 from lint_plugin.engine.facts import FunctionFacts, Position, position
 from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.source import Source
 from lint_plugin.records import record
 
 
@@ -39,12 +40,12 @@ def place_guard(
     launch: ast.stmt,
     seq_lens_sum: str,
     names: list[str],
-    lines: list[str],
-    row_offset: int = 0,
+    source: Source,
 ) -> Placement:
     """Where the guard for ``launch`` (a statement of ``function``) goes; ``names``
-    are the guard's other locals (the buffer, ``bs``); ``lines`` the source's,
-    whose rows are the file's less ``row_offset`` (a region check parsed)."""
+    are the guard's other locals (the buffer, ``bs``); ``source`` the tree's
+    (a region check parsed: its rows are the file's less its offset)."""
+    lines = source.lines
     at = position(launch)
     bounds = [
         b
@@ -55,7 +56,7 @@ def place_guard(
         indent = lines[launch.lineno - 1][: launch.col_offset]
         return Placement((launch.lineno, launch.col_offset), indent)
     bound = bounds[-1]
-    row = bound.at[0] + row_offset
+    row = bound.at[0] + source.row_offset
     why = (
         f"`{seq_lens_sum}` is replaced by an upper bound on line {row} before "
         "the launch: a guard there checks the bound, not the used length, and "

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from lint_plugin import linter
 from lint_plugin.engine import lazy_methods, scan
+from lint_plugin.engine.allocations import allocator_aliases
 from lint_plugin.engine.facts import helper_aliases
-from lint_plugin.engine.module_scope import TextModuleScope
 from lint_plugin.engine.source import Source
 from lint_plugin.records import replace
 
@@ -99,10 +99,9 @@ def _region_tree(text: str) -> tuple[ast.Module, list[ast.stmt]]:
     layout = scan.Layout(text, lines, scan.StringSpans(text), aliases)
     start = next(r for r, _, kind, _ in layout.blocks if kind == "class")
     end = layout.block_end(start)
-    module = TextModuleScope(text, lines, layout.top_level_blocks)
     snippet = "\n".join(lines[start:end]) + "\n"
-    tree = linter._parse_region(
-        snippet, "x.py", lines, start, end, False, layout, aliases, module
+    tree = lazy_methods.parse_region(
+        snippet, "x.py", layout, start, end, False, aliases, allocator_aliases(text)
     )
     return tree, _pending(tree.body[0].body)
 
