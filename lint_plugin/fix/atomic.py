@@ -90,8 +90,11 @@ def _terminate_as_exception() -> Iterator[None]:
     def terminate(signum, frame):
         raise Terminated(128 + signum)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    # Installed inside the ``try``: a Ctrl-C between the two would otherwise leave
+    # this handler in place for the rest of the process.
+    previous = signal.getsignal(signal.SIGTERM)
     try:
+        signal.signal(signal.SIGTERM, terminate)
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
