@@ -76,29 +76,57 @@ _SKIPPED_FIELDS = frozenset(
     | {"type_comment", "conversion", "is_async", "simple", "module"}
 )
 _LEAVES = (ast.Name, ast.Constant)
-_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _children(node: ast.AST):
-    """``ast.iter_child_nodes`` in the same order, without the leaves and
-    operator nodes no rule reads (the walk's hottest loop)."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = (
-            ()
-            if issubclass(kind, _LEAVES)
-            else tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
-        )
-        _FIELDS[kind] = fields
-    for name in fields:
-        value = getattr(node, name, None)
-        if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
-                    yield item
-        elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
-            yield value
+# What the walk does at a node, by its type (subclasses included: check's
+# unparsed methods are ``FunctionDef`` subclasses).
+_OTHER, _STATEMENT, _CLASS, _FUNCTION, _CALL, _BINOP = (
+    "other", "statement", "class", "function", "call", "binop"
+)  # fmt: skip
+_ARITH_OPS = frozenset({ast.Add, ast.Sub, ast.Mult})  # arith's own operators
+
+
+@record(frozen=True)
+class _Kind:
+    role: str
+    # The fields that may hold a node the walk visits, in ``_fields`` order.
+    fields: tuple[str, ...]
+    # An annotation, a return annotation or an f-string: some children's text
+    # is kept by the program (``_text_kept``).
+    keeps_text: bool
+
+
+_KINDS: dict[type, _Kind] = {}
+# Does the walk visit a node of this type (a node, not a leaf)? By type.
+_WALKED: dict[type, bool] = {}
+
+
+def _kind_of(kind: type) -> _Kind:
+    if issubclass(kind, ast.ClassDef):
+        role = _CLASS
+    elif issubclass(kind, _FUNCTIONS):
+        role = _FUNCTION
+    elif issubclass(kind, ast.stmt):
+        role = _STATEMENT
+    elif issubclass(kind, ast.Call):
+        role = _CALL
+    elif issubclass(kind, ast.BinOp):
+        role = _BINOP
+    else:
+        role = _OTHER
+    fields = (
+        ()
+        if issubclass(kind, _LEAVES)
+        else tuple(f for f in kind._fields if f not in _SKIPPED_FIELDS)
+    )
+    keeps = issubclass(kind, (ast.arg, ast.AnnAssign, *_FUNCTIONS, ast.JoinedStr))
+    found = _KINDS[kind] = _Kind(role, fields, keeps)
+    return found
+
+
+def _walked(kind: type) -> bool:
+    found = _WALKED[kind] = issubclass(kind, ast.AST) and not issubclass(kind, _LEAVES)
+    return found
 
 
 # The fields of a statement that hold statements, handlers or cases, in the
@@ -108,7 +136,7 @@ _BLOCKS_OF: dict[type, tuple[str, ...]] = {}
 
 
 def _blocks(node: ast.stmt):
-    """The statements, handlers and cases ``_children`` yields of a statement,
+    """The statements, handlers and cases ``Walker.visit`` walks of a statement,
     without going through its expressions (a skipped statement of a class read
     whole)."""
     kind = type(node)
@@ -252,12 +280,14 @@ class Walker:
         self.visit(tree, _Context(), False)
 
     def visit(self, node: ast.AST, ctx: _Context, parent_arith: bool) -> None:
+        kind = _KINDS.get(type(node)) or _kind_of(type(node))
+        role = kind.role
         if (
-            isinstance(node, ast.stmt)
-            and not isinstance(node, _SCOPES)
+            role is _STATEMENT
             and not (ctx.scope and ctx.scope.aliases)
-            and not self.mentions(node)
-        ) and (ctx.whole is None or not _mentions(ctx.whole, node)):
+            and not (self.rows is None or _mentions(self.rows, node))
+            and (ctx.whole is None or not _mentions(ctx.whole, node))
+        ):
             if ctx.whole is not None:
                 # A class that may be a draft backend: a width's chain of
                 # locals names no role word on most rows, so every binding
@@ -267,9 +297,9 @@ class Walker:
                 for child in _blocks(node):
                     self.visit(child, ctx, False)
             return  # the common case: a statement that names nothing we match
-        if isinstance(node, ast.ClassDef):
+        if role is _CLASS:
             ctx = self._enter_class(node, ctx)
-        elif isinstance(node, _FUNCTIONS):
+        elif role is _FUNCTION:
             if node.name in HELPER_SLOTS:
                 # The helpers' own definitions spell out the formulas; whether
                 # this one is trusted is KVI005's business.
@@ -281,20 +311,34 @@ class Walker:
                 self._defer(node, ctx)
                 return
             ctx = self._enter_function(node, ctx)
-        elif isinstance(node, ast.stmt):
+        elif role is _STATEMENT:
             self._remember_statement(node, ctx)
-        elif isinstance(node, ast.Call):
+        elif role is _CALL:
             self._remember_call(node, ctx)
-        is_arith = AST.binop(node) is not None
+        is_arith = role is _BINOP and type(node.op) in _ARITH_OPS
         if is_arith and not parent_arith:
             self._check_arith(node, ctx)
-        kept = _text_kept(node, self.source)
-        for child in _children(node):
-            if kept and child in kept and not ctx.annotation:
-                inner = _Context(ctx.scope, ctx.function, ctx.cls, ctx.whole, True)
-                self.visit(child, inner, is_arith)
+        kept = _text_kept(node, self.source) if kind.keeps_text else ()
+        visit = self.visit
+        for name in kind.fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                children = value
+            elif value is None:
                 continue
-            self.visit(child, ctx, is_arith)
+            else:
+                children = (value,)
+            for child in children:
+                walked = _WALKED.get(type(child))
+                if walked is None:
+                    walked = _walked(type(child))
+                if not walked:
+                    continue
+                if kept and child in kept and not ctx.annotation:
+                    inner = _Context(ctx.scope, ctx.function, ctx.cls, ctx.whole, True)
+                    visit(child, inner, is_arith)
+                    continue
+                visit(child, ctx, is_arith)
 
     def _remember_statement(self, node: ast.stmt, ctx: _Context) -> None:
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -487,6 +531,11 @@ class Walker:
             self.facts.formulas.append(InlineFormula(match, ctx.annotation))
 
 
+# The fields that hold statements or handlers (``cases`` holds neither).
+_NESTED_FIELDS = ("body", "handlers", "orelse", "finalbody")
+_NESTED_OF: dict[type, tuple[str, ...]] = {}
+
+
 def _scope(
     node: ast.FunctionDef | ast.AsyncFunctionDef,
     outer: _Scope | None,
@@ -500,11 +549,17 @@ def _scope(
     pending = deque(s for s in node.body if _mentions(rows, s))
     while pending:
         statement = pending.popleft()
-        for child in ast.iter_child_nodes(statement):
-            if isinstance(child, (ast.stmt, ast.excepthandler)) and _mentions(
-                rows, child
-            ):
-                pending.append(child)
+        # Its statements and handlers, in ``iter_child_nodes``' order; a
+        # ``match``'s cases are not among them.
+        fields = _NESTED_OF.get(type(statement))
+        if fields is None:
+            fields = _NESTED_OF[type(statement)] = tuple(
+                f for f in _NESTED_FIELDS if f in type(statement)._fields
+            )
+        for name in fields:
+            for child in getattr(statement, name):
+                if _mentions(rows, child):
+                    pending.append(child)
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             continue
         target = statement.targets[0]
