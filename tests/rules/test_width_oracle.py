@@ -20,7 +20,8 @@ below ``max_bs * topk * context``. Then:
 
 Not judged is allowed for the rest, and counted. With ``-s`` the counts are
 printed. CI runs 2,000 programs, in two shards of 1,000 that pytest-xdist's
-workers share (each its own random programs); the long run::
+workers share (each its own programs, seeded by the shard where the profile is
+derandomized); the long run::
 
     DRAFT_KV_LINT_ORACLE=50000 python -m pytest tests/rules/test_width_oracle.py -s
 """
