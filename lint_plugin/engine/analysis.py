@@ -22,7 +22,7 @@ from lint_plugin.engine.allocations import (
     may_be_draft_backend,
     role_attributes,
 )
-from lint_plugin.engine.arith import AST, build, name_role
+from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
 from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
@@ -83,7 +83,6 @@ _LEAVES = (ast.Name, ast.Constant)
 _OTHER, _STATEMENT, _CLASS, _FUNCTION, _CALL, _BINOP = (
     "other", "statement", "class", "function", "call", "binop"
 )  # fmt: skip
-_ARITH_OPS = frozenset({ast.Add, ast.Sub, ast.Mult})  # arith's own operators
 
 
 @record(frozen=True)
@@ -315,7 +314,7 @@ class Walker:
             self._remember_statement(node, ctx)
         elif role is _CALL:
             self._remember_call(node, ctx)
-        is_arith = role is _BINOP and type(node.op) in _ARITH_OPS
+        is_arith = role is _BINOP and type(node.op) in AST_OPERATORS
         if is_arith and not parent_arith:
             self._check_arith(node, ctx)
         kept = _text_kept(node, self.source) if kind.keeps_text else ()
@@ -532,7 +531,7 @@ class Walker:
 
 
 # The fields that hold statements or handlers (``cases`` holds neither).
-_NESTED_FIELDS = ("body", "handlers", "orelse", "finalbody")
+_NESTED_FIELDS = tuple(f for f in _BLOCK_FIELDS if f != "cases")
 _NESTED_OF: dict[type, tuple[str, ...]] = {}
 
 
@@ -557,7 +556,7 @@ def _scope(
                 f for f in _NESTED_FIELDS if f in type(statement)._fields
             )
         for name in fields:
-            for child in getattr(statement, name):
+            for child in getattr(statement, name, ()):
                 if _mentions(rows, child):
                     pending.append(child)
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):

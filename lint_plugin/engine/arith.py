@@ -115,6 +115,8 @@ def is_arith(node: object, adapter: Adapter) -> bool:
 # ---- the ast adapter -------------------------------------------------------
 
 _AST_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+# The operator types ``AST.binop`` reads (the walk checks them by type).
+AST_OPERATORS = frozenset(_AST_OPS)
 
 
 def _ast_binop(node: object) -> tuple[str, object, object] | None:
