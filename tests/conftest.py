@@ -28,11 +28,16 @@ def pytest_configure(config: pytest.Config) -> None:
     "ci" (the README's command and ``.ci/run``) is derandomized: every run draws
     the same examples, so a red run is reproduced by running it again and its
     time is the same every run. Random, hypothesmith's programs made one run's
-    four grammar tests take 40 s and another's 200 s. "explore" draws new
-    examples each run (the same number); "dev" draws fewer, for quick runs."""
+    four grammar tests take 40 s and another's 200 s. ``--hypothesis-seed=N``
+    turns derandomizing off: the seed given decides (Hypothesis would ignore it).
+    "explore" draws new examples each run (the same number); "dev" draws fewer,
+    for quick runs."""
     from hypothesis import settings
 
-    settings.register_profile("ci", max_examples=2000, deadline=None, derandomize=True)
+    seeded = config.getoption("--hypothesis-seed", None) is not None
+    settings.register_profile(
+        "ci", max_examples=2000, deadline=None, derandomize=not seeded
+    )
     settings.register_profile("explore", max_examples=2000, deadline=None)
     settings.register_profile("dev", max_examples=200, deadline=None)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

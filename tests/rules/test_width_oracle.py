@@ -153,7 +153,7 @@ def test_the_oracle_runs_the_other_bodies_of_lib_width() -> None:
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_widths_agree_with_execution(shard: int) -> None:
+def test_widths_agree_with_execution(shard: int, request) -> None:
     COUNTS.clear()
 
     @settings(
@@ -217,10 +217,12 @@ def test_widths_agree_with_execution(shard: int) -> None:
                 ) as out:
                     out.write(text + "\n#####\n")
 
-    if settings.default.derandomize:
+    forced = request.config.getoption("--hypothesis-seed", None)
+    if settings.default.derandomize or forced is not None:
         # Derandomized (the CI profile), a run's programs follow from the
-        # function's text, which is every shard's: each shard gets a seed.
-        run = seed(shard)(run)
+        # function's text, and a forced seed is every test's: both are every
+        # shard's, so each shard gets a seed of its own.
+        run = seed(f"{forced}-{shard}")(run)
     try:
         run()
     finally:
