@@ -259,9 +259,6 @@ class Walker:
         """Other names the file calls an allocator by (its whole text's)."""
         return file_allocator_aliases(self.module)
 
-    def mentions(self, node: ast.AST) -> bool:
-        return _mentions(self.rows, node)
-
     def release(self) -> None:
         """Cut the references that point back (a binding to its function, a
         function to its class) once everything is decided, so the tree is
@@ -284,7 +281,7 @@ class Walker:
         if (
             role is _STATEMENT
             and not (ctx.scope and ctx.scope.aliases)
-            and not (self.rows is None or _mentions(self.rows, node))
+            and not _mentions(self.rows, node)
             and (ctx.whole is None or not _mentions(ctx.whole, node))
         ):
             if ctx.whole is not None:
@@ -530,11 +527,6 @@ class Walker:
             self.facts.formulas.append(InlineFormula(match, ctx.annotation))
 
 
-# The fields that hold statements or handlers (``cases`` holds neither).
-_NESTED_FIELDS = tuple(f for f in _BLOCK_FIELDS if f != "cases")
-_NESTED_OF: dict[type, tuple[str, ...]] = {}
-
-
 def _scope(
     node: ast.FunctionDef | ast.AsyncFunctionDef,
     outer: _Scope | None,
@@ -549,16 +541,10 @@ def _scope(
     while pending:
         statement = pending.popleft()
         # Its statements and handlers, in ``iter_child_nodes``' order; a
-        # ``match``'s cases are not among them.
-        fields = _NESTED_OF.get(type(statement))
-        if fields is None:
-            fields = _NESTED_OF[type(statement)] = tuple(
-                f for f in _NESTED_FIELDS if f in type(statement)._fields
-            )
-        for name in fields:
-            for child in getattr(statement, name, ()):
-                if _mentions(rows, child):
-                    pending.append(child)
+        # ``match``'s cases are not looked into.
+        for child in _blocks(statement):
+            if not isinstance(child, ast.match_case) and _mentions(rows, child):
+                pending.append(child)
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
             continue
         target = statement.targets[0]
