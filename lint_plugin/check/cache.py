@@ -6,8 +6,10 @@ settings, and the tool's own code (every module's size and modification time, so
 an upgrade or an edited checkout never reads an older answer). Noqa directives
 and rule selection are applied after the cache, on every run.
 
-A run answered from the cache reads each file, hashes the ones that could hold a
-finding, and loads their entries: it never imports the parser's side. The cache
+A run answered from the cache reads each file that could hold a finding, hashes
+it, and loads its entry: it never imports the parser's side. The files that
+cannot are not read at all once their status is recorded
+(:mod:`lint_plugin.check.file_states`, kept in the build's folder too). The cache
 is an optimisation only. A folder that cannot be written, or an entry that cannot
 be read back whole, is silently the same as a miss: the file is checked again.
 
@@ -30,6 +32,10 @@ import re
 from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import Edit, Finding, Fix
 from lint_plugin.fix.held_signals import held
+
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.check.file_states import FileStates
 
 FOLDER_NAME = ".draft_kv_lint_cache"
 NO_CACHE_VARIABLE = "DRAFT_KV_LINT_NO_CACHE"
@@ -144,7 +150,7 @@ class Cache:
         """Store ``findings`` under ``key``; ``depends``: the other files the
         answer was read from and their states
         (:mod:`lint_plugin.engine.package_tree`)."""
-        if not self._prepare():
+        if not self.prepare():
             return
         data = _encode(key, findings, depends)
         final = os.path.join(self.folder, key)
@@ -161,7 +167,15 @@ class Cache:
                 except OSError:
                     pass
 
-    def _prepare(self) -> bool:
+    def file_states(self) -> FileStates:
+        """The statuses of the files found to hold nothing, for this build."""
+        import time
+
+        from lint_plugin.check.file_states import FileStates
+
+        return FileStates(self.folder, time.time_ns())
+
+    def prepare(self) -> bool:
         """Create the folders once; mark the cache folder only if this tool made it."""
         if self._writable is None:
             try:

@@ -27,6 +27,7 @@ tree); named on the command line they are.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 from collections.abc import Callable, Sequence
 
@@ -148,6 +149,9 @@ def _force_excluded(path: str, path_filter: PathFilter) -> bool:
     return False
 
 
+_entry_name = operator.attrgetter("name")
+
+
 class _FolderWalk:
     def __init__(self, filter_for: FilterFor, found: Discovery) -> None:
         self.filter_for = filter_for
@@ -165,12 +169,15 @@ class _FolderWalk:
         gitignore = self._gitignore(os.path.abspath(top))
         if gitignore is not None and gitignore.ignores(top, True):
             gitignore = None  # an ignored folder named explicitly: walk all of it
+        # Below a normal folder every entry's path is normal too: as given
+        # (``_display``'s normpath per file was a tenth of a warm walk).
+        display = _display if top == "." or _display(top) != top else str
         pending = [top]
         while pending:
             folder = pending.pop()
             try:
                 with os.scandir(folder) as listing:
-                    entries = sorted(listing, key=lambda entry: entry.name)
+                    entries = sorted(listing, key=_entry_name)
             except OSError as error:
                 where = error.filename or folder
                 self.found.errors.append(
@@ -207,7 +214,7 @@ class _FolderWalk:
                         continue
                     if os.path.isdir(path):  # a link to a folder named like a module
                         continue
-                self.found.files.append(_display(path))
+                self.found.files.append(display(path))
             # Depth first in name order, as os.walk would list them.
             pending.extend(reversed(subfolders))
 
@@ -245,6 +252,8 @@ def discover(
             found.errors.append(
                 FileError(_display(argument), _missing_reason(argument))
             )
+    if len(paths) < 2:
+        return found  # one walk lists each file once: links are not followed
     # The same file named twice (or named and inside a named folder) is checked once.
     seen: set[str] = set()
     unique = []
@@ -270,20 +279,29 @@ def read_regular_file(path: str, limit: int | None = None) -> bytes | FileError:
     judged by ``fstat`` on the open descriptor, so a swap between a check and the
     open cannot slip one through).
     """
+    return read_with_status(path, limit)[0]
+
+
+def read_with_status(
+    path: str, limit: int | None = None
+) -> tuple[bytes | FileError, os.stat_result | None]:
+    """``read_regular_file``, and the status of the file read (None when it
+    was not): what :mod:`lint_plugin.check.file_states` records."""
     import stat
 
     limit = MAX_SOURCE_BYTES if limit is None else limit
     try:
         handle = open(path, "rb", opener=_open_nonblocking)  # noqa: SIM115
     except FileNotFoundError:
-        return FileError(_display(path), _missing_reason(path))
+        return FileError(_display(path), _missing_reason(path)), None
     except OSError as error:
-        return FileError(_display(path), error.strerror or str(error))
+        return FileError(_display(path), error.strerror or str(error)), None
     with handle:
         status = os.fstat(handle.fileno())
         mode = status.st_mode
         if not stat.S_ISREG(mode):
-            return FileError(_display(path), f"not a regular file ({_kind(mode)})")
+            reason = f"not a regular file ({_kind(mode)})"
+            return FileError(_display(path), reason), None
         try:
             # Ask for the size fstat gives, not the limit: a read of the limit
             # allocates it for every file, and those short-lived 16 MB blocks
@@ -292,10 +310,10 @@ def read_regular_file(path: str, limit: int | None = None) -> bytes | FileError:
             if len(data) > status.st_size:  # it grew, or says 0 (/proc)
                 data += handle.read(limit + 1 - len(data))
         except OSError as error:
-            return FileError(_display(path), error.strerror or str(error))
+            return FileError(_display(path), error.strerror or str(error)), None
     if len(data) > limit:
-        return FileError(_display(path), f"larger than {limit:,} bytes, not read")
-    return data
+        return FileError(_display(path), f"larger than {limit:,} bytes, not read"), None
+    return data, status
 
 
 def _open_nonblocking(path: str, flags: int) -> int:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lint_plugin.check.files import read_source
+from lint_plugin.check.file_states import status_of
+from lint_plugin.check.files import read_with_status
 from lint_plugin.config.selection import Selection
 from lint_plugin.engine.prefilter import SourceError, could_match, decode
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
@@ -22,6 +23,7 @@ from lint_plugin.records import field, record
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
     from lint_plugin.check.cache import Cache
+    from lint_plugin.check.file_states import FileStates
     from lint_plugin.engine.syntax import AheadCheck, SyntaxCheck
 
 
@@ -42,6 +44,8 @@ class CheckResult:
     files_checked: int = 0
     # What a selected rule could not judge (KVI003's opaque widths), when asked.
     notes: list[Finding] = field(default_factory=list)
+    # The files found to hold nothing, by status (a worker's, for its parent).
+    states: FileStates | None = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -58,6 +62,7 @@ def check_file(
     notes: list[Finding] | None = None,
     syntax_check: SyntaxCheck | None = None,
     cache_key: str | None = None,
+    candidate: bool | None = None,
 ) -> list[Finding]:
     """Reportable findings in one file's bytes (bytes Python would not read as
     source are an E999, as a syntax error is). ``notes`` receives what a
@@ -65,7 +70,8 @@ def check_file(
     notes checks the file afresh). ``syntax_check``: the whole-file check the
     engine runs on a file with findings (default ``syntax.error_of``);
     ``cache_key``: the file's key in ``cache``, when the caller has it (only a
-    file the byte test let through has one)."""
+    file the byte test let through has one); ``candidate``: the byte test's
+    answer, when the caller has asked it."""
     try:
         if notes is not None:
             from lint_plugin import linter
@@ -78,7 +84,7 @@ def check_file(
             notes += [n for n in found if n.code in codes]
         else:
             findings = _engine_findings(
-                data, path, settings, cache, syntax_check, cache_key
+                data, path, settings, cache, syntax_check, cache_key, candidate
             )
     except SourceError as error:
         return [encoding_error(error, path)]
@@ -113,14 +119,17 @@ def _engine_findings(
     cache: Cache | None,
     syntax_check: SyntaxCheck | None = None,
     key: str | None = None,
+    candidate: bool | None = None,
 ) -> list[Finding]:
     """The engine's findings, from the cache when it has this file's answer.
     Only files that could match are cached: the others cost one byte search, and
     with the cache on they are dismissed here, so a run answered from the cache
     never imports the engine."""
-    if cache is not None:
+    if cache is not None or candidate is False:
         # A key given is a candidate's: the caller asked the byte test already.
-        if key is None and not could_match(data):
+        if candidate is None:
+            candidate = key is not None or could_match(data)
+        if not candidate:
             decode(data)  # what the engine does first: not UTF-8 is an error
             return []  # and then, for such a file, nothing else
         key = key or cache.key(path, data)
@@ -174,20 +183,40 @@ def check_files(
 
 
 def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
-    workers = _workers(len(paths))
     if notes:
         cache = None
+    states = cache.file_states() if cache is not None else None
+    if states is None:
+        return _check_fresh(paths, selection, settings, cache, notes, None)
+    # Files unchanged since they held nothing are not read again.
+    fresh = states.changed(paths)
+    result = _check_fresh(fresh, selection, settings, cache, notes, states)
+    result.files_checked += len(paths) - len(fresh)
+    result.states = None  # the workers' parts are merged into ``states``
+    states.save(cache.prepare)
+    return result
+
+
+def _check_fresh(paths, selection, settings, cache, notes, states) -> CheckResult:
+    workers = _workers(len(paths))
     if workers < 2:
-        return _check_serially(paths, selection, settings, cache, notes, ahead=True)
+        return _check_serially(
+            paths, selection, settings, cache, notes, ahead=True, states=states
+        )
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
     children = [
-        _fork_checker(chunk, selection, settings, cache, notes) for chunk in chunks[1:]
+        _fork_checker(chunk, selection, settings, cache, notes, states)
+        for chunk in chunks[1:]
     ]
-    parts = [_check_serially(chunks[0], selection, settings, cache, notes)]
+    parts = [
+        _check_serially(chunks[0], selection, settings, cache, notes, states=states)
+    ]
     for (pid, pipe), chunk in zip(children, chunks[1:], strict=True):
-        parts.append(_collect(pid, pipe, chunk, selection, settings, cache, notes))
+        parts.append(
+            _collect(pid, pipe, chunk, selection, settings, cache, notes, states)
+        )
     result = CheckResult()
     for part in parts:
         result.reports += part.reports
@@ -195,6 +224,9 @@ def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
         result.crashes += part.crashes
         result.files_checked += part.files_checked
         result.notes += part.notes
+        if part.states is not None and part.states is not states:
+            states.merge(part.states)
+    result.states = states
     order = {path: index for index, path in enumerate(paths)}
     result.reports.sort(key=lambda report: order[report.path])
     result.errors.sort(key=lambda error: order.get(error.path, 0))
@@ -207,6 +239,7 @@ def _fork_checker(
     settings: Settings,
     cache: Cache | None,
     notes: bool = False,
+    states: FileStates | None = None,
 ) -> tuple[int, int]:
     import os
     import pickle
@@ -217,8 +250,9 @@ def _fork_checker(
         status = 1
         try:
             os.close(read_end)
+            part = states.worker_part() if states is not None else None
             data = pickle.dumps(
-                _check_serially(chunk, selection, settings, cache, notes)
+                _check_serially(chunk, selection, settings, cache, notes, states=part)
             )
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(data)
@@ -230,7 +264,14 @@ def _fork_checker(
 
 
 def _collect(
-    pid: int, pipe: int, chunk: list[str], selection, settings, cache, notes=False
+    pid: int,
+    pipe: int,
+    chunk: list[str],
+    selection,
+    settings,
+    cache,
+    notes=False,
+    states=None,
 ):
     import os
     import pickle
@@ -240,7 +281,7 @@ def _collect(
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
         # The child failed: check its files here.
-        return _check_serially(chunk, selection, settings, cache, notes)
+        return _check_serially(chunk, selection, settings, cache, notes, states=states)
     return pickle.loads(data)
 
 
@@ -261,21 +302,36 @@ def _check_serially(
     cache: Cache | None = None,
     notes: bool = False,
     ahead: bool = False,
+    states: FileStates | None = None,
 ) -> CheckResult:
-    result = CheckResult()
+    """``states``: where the files found to hold nothing are recorded (and
+    the others forgotten); the result carries it back."""
+    result = CheckResult(states=states)
     # A run of one process checks each file's syntax ahead, on a spare core; it
     # reads the files first for that (forked workers have no core to spare, and
     # a machine of one core checks every file in one process).
     ahead = ahead and len(paths) < PARALLEL_MIN_FILES and _spare_core()
-    read = [read_source(path) for path in paths] if ahead else None
+    read = [read_with_status(path) for path in paths] if ahead else None
     keys: dict[int, str] = {}  # the cache keys the ahead check computed
-    check = _ahead_check(read, paths, cache, keys) if read is not None else None
+    candidates: dict[int, bool] = {}  # the byte test's answers it asked
+    check = (
+        _ahead_check([r[0] for r in read], paths, cache, keys, candidates)
+        if read is not None
+        else None
+    )
     try:
         for index, path in enumerate(paths):
-            data = read[index] if read is not None else read_source(path)
+            data, status = read[index] if read is not None else read_with_status(path)
             if isinstance(data, FileError):
                 result.errors.append(data)
+                if states is not None:
+                    states.forget(path)
                 continue
+            candidate = None
+            if states is not None:  # a cache's run: the byte test decides
+                candidate = candidates.get(index)
+                if candidate is None:
+                    candidate = could_match(data)
             try:
                 findings = check_file(
                     data,
@@ -286,15 +342,23 @@ def _check_serially(
                     result.notes if notes else None,
                     None if check is None else check.for_file(index),
                     keys.get(index),
+                    candidate,
                 )
             except Exception as error:  # one file must not stop the run
                 result.crashes.append(
                     FileError(path, f"internal error: {type(error).__name__}: {error}")
                 )
+                if states is not None:
+                    states.forget(path)
                 continue
             result.files_checked += 1
             if findings:
                 result.reports.append(FileReport(path, data, findings))
+            if states is not None:
+                if findings or candidate:
+                    states.forget(path)
+                else:  # cannot match, no directive: nothing, whatever is selected
+                    states.record(path, status_of(status))
             if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
                 _collect_garbage()
     finally:
@@ -325,14 +389,20 @@ def _ahead_check(
     paths: Sequence[str],
     cache: Cache | None,
     keys: dict[int, str],
+    candidates: dict[int, bool] | None = None,
 ) -> AheadCheck:
     """The files' syntax checks, started on a spare core when it is worth it.
     With a cache, only the files it cannot answer are checked ahead (``keys``
-    receives the keys computed for that, by file index, for the lookup)."""
+    receives the keys computed for that, by file index, for the lookup;
+    ``candidates`` the byte test's answers)."""
     datas = [None if isinstance(data, FileError) else data for data in read]
     # The byte test once per file (a search of the whole file): the keys and the
     # ahead check both ask it. ``read`` keeps every data alive, so ids are unique.
     candidate = {id(d): could_match(d) for d in datas if d is not None}
+    if candidates is not None:
+        for index, data in enumerate(datas):
+            if data is not None:
+                candidates[index] = candidate[id(data)]
     if cache is not None:
         for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
             if data is not None and candidate[id(data)]:

@@ -88,6 +88,12 @@ class PatternList:
         if not self._compiled:
             self._compile()
         if self._spec is None:
+            if own:
+                # Only the entry's own name can match: a walk's entry is never
+                # its root, so this is the last part of its relative path too
+                # (relative_posix was most of a whole-package walk).
+                last = path.rstrip(os.sep).rpartition(os.sep)[2]
+                return last in self._names or (is_dir and last in self._dir_names)
             # A name matches the file or folder itself or any folder above it
             # (below the root), as in git: "build" covers build/x/y.py.
             relative = relative_posix(path, self.root)

@@ -19,6 +19,7 @@ from import_probe import imported_by
 import lint_plugin
 from lint_plugin import linter
 from lint_plugin.check import cache as cache_module
+from lint_plugin.check import file_states
 from lint_plugin.check.cache import _BUILD_MARKER, Cache, _decode, _encode, _hasher
 from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import Edit, Finding, Fix
@@ -35,7 +36,9 @@ def cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def entries(folder: Path) -> list[Path]:
-    return [p for p in folder.glob("*/*") if p.is_file() and p.name != _BUILD_MARKER]
+    """The answers stored (not the build's marker, nor the files' states)."""
+    kept = (_BUILD_MARKER, file_states.NAME)
+    return [p for p in folder.glob("*/*") if p.is_file() and p.name not in kept]
 
 
 def one_entry(tmp_path: Path, run):
@@ -233,7 +236,7 @@ def test_a_link_left_at_a_temporary_name_is_not_followed(tmp_path) -> None:
     target.write_text("keep me\n")
     cache = Cache(str(tmp_path / "c"), Settings())
     key = cache.key("a.py", b"x")
-    cache._prepare()
+    cache.prepare()
     partial = Path(cache.folder) / f"{key}.{os.getpid()}.tmp"
     partial.symlink_to(target)
     cache.put(key, [])
@@ -523,6 +526,6 @@ def test_a_worker_starting_late_keeps_the_build_another_worker_made(
         return real_isdir(path)
 
     monkeypatch.setattr(cache_module.os.path, "isdir", isdir)
-    assert second._prepare() and asked
+    assert second.prepare() and asked
     monkeypatch.undo()
     assert entries(tmp_path / "c") == [stored]

@@ -1,0 +1,205 @@
+"""Files known to hold nothing for us, answered by their status alone.
+
+Most files of a package cannot match (the byte test finds no word a rule
+needs) and hold no directive of ours, so ``check`` reports nothing for them
+whatever the settings, the selection or the other files say. Reading and
+searching each of them again on every warm run was most of that run (0.5.23's
+whole package: 4,589 of its 4,719 files). Their statuses are kept instead, as
+ruff keeps its cache: a file whose size, modification and change times, inode
+and device all equal those recorded is not read again.
+
+Only such files are recorded; a file that could match is answered by the cache
+(:mod:`lint_plugin.check.cache`), whose entries are keyed by the file's bytes
+and check the files the answer depends on.
+
+A status is recorded only when the file's change time is older than the run by
+more than :data:`SETTLED_NS`. The change time is set by the system on every
+write (no tool can set it back), so a file written after the run that recorded
+it has another one, unless it was written within the file system's timestamp
+granularity of the status recorded: git's "racily clean" case, which this
+margin rules out.
+
+The states are one file per build of the tool, written whole and atomically; a
+damaged one (the digest of its body does not match) is ignored, and every
+file is then read as before.
+"""
+
+from __future__ import annotations
+
+import os
+
+from lint_plugin.fix.held_signals import held
+
+_MAGIC = b"draft-kv-lint states 1"
+NAME = "file-states"
+# Two seconds: the coarsest timestamp granularity in common use (FAT's).
+SETTLED_NS = 2_000_000_000
+
+Status = tuple[int, int, int, int, int]
+
+
+def status_of(stat: os.stat_result) -> Status:
+    return (
+        stat.st_size,
+        stat.st_mtime_ns,
+        stat.st_ctime_ns,
+        stat.st_ino,
+        stat.st_dev,
+    )
+
+
+class FileStates:
+    """The recorded statuses of the files that held nothing, under ``folder``."""
+
+    def __init__(self, folder: str, now_ns: int) -> None:
+        self.path = os.path.join(folder, NAME)
+        self._cwd = os.getcwd()
+        self._settled_before = now_ns - SETTLED_NS
+        self._known: dict[bytes, bytes] | None = None
+        self._recorded: dict[bytes, bytes] = {}
+        self._forgotten: set[bytes] = set()
+
+    def _load(self) -> dict[bytes, bytes]:
+        if self._known is None:
+            self._known = _read(self.path)
+        return self._known
+
+    def changed(self, paths: list[str]) -> list[str]:
+        """``paths`` but those whose status is the one recorded for them when
+        they held nothing (one ``stat`` each; a path that cannot be stat-ed is
+        kept, and its read says why)."""
+        known = self._load()
+        if not known:
+            return list(paths)
+        stat, cwd, sep = os.stat, self._cwd, os.sep
+        kept = []
+        for path in paths:
+            try:
+                found = stat(path)
+            except (OSError, ValueError):
+                kept.append(path)
+                continue
+            recorded = known.get(_key(path, cwd, sep))
+            if recorded is None or recorded != b"%d %d %d %d %d" % (
+                found.st_size,
+                found.st_mtime_ns,
+                found.st_ctime_ns,
+                found.st_ino,
+                found.st_dev,
+            ):
+                kept.append(path)
+        return kept
+
+    def record(self, path: str, status: Status) -> None:
+        """``path``, read with ``status``, holds nothing (it cannot match and
+        has no directive of ours)."""
+        if status[2] < self._settled_before:
+            key = _key(path, self._cwd)
+            self._recorded[key] = _encode(status)
+            self._forgotten.discard(key)
+
+    def forget(self, path: str) -> None:
+        """``path`` was read and holds something (or could not be read)."""
+        key = _key(path, self._cwd)
+        self._recorded.pop(key, None)
+        self._forgotten.add(key)
+
+    def merge(self, other: FileStates) -> None:
+        """What a worker of this run recorded and forgot."""
+        for key in other._forgotten:
+            self._recorded.pop(key, None)
+        self._forgotten |= other._forgotten
+        self._recorded.update(other._recorded)
+
+    def worker_part(self) -> FileStates:
+        """A state of the same folder and time for a worker to fill."""
+        part = FileStates.__new__(FileStates)
+        part.path = self.path
+        part._cwd = self._cwd
+        part._settled_before = self._settled_before
+        part._known = {}
+        part._recorded = {}
+        part._forgotten = set()
+        return part
+
+    def save(self, prepare) -> None:
+        """Write the states back if this run changed them (``prepare``: makes
+        the folder, False when it cannot be written)."""
+        known = self._load()
+        changed = any(known.get(k) != v for k, v in self._recorded.items()) or any(
+            k in known for k in self._forgotten
+        )
+        if not changed or not prepare():
+            return
+        merged = {k: v for k, v in known.items() if k not in self._forgotten}
+        merged.update(self._recorded)
+        _write(self.path, merged)
+
+
+def _key(path: str, cwd: str, sep: str = os.sep) -> bytes:
+    """``os.path.abspath(path)``, with the current folder asked once per run:
+    ``abspath`` asks the system at every call (a fifth of a warm
+    whole-package run). ``cwd`` is normal already; ``path``, as discovery
+    gives it, is too, unless it holds a ``.`` part or a doubled separator."""
+    if not path.startswith(sep):
+        if path.startswith(".") or sep + "." in path or sep + sep in path:
+            path = os.path.normpath(cwd + sep + path)
+        else:
+            path = cwd + sep + path
+    elif sep + "." in path or sep + sep in path:
+        path = os.path.normpath(path)
+    return path.encode("utf-8", "surrogatepass")
+
+
+def _encode(status: Status) -> bytes:
+    return b"%d %d %d %d %d" % status
+
+
+def _hasher():
+    from lint_plugin.check.cache import _hasher as cache_hasher
+
+    return cache_hasher()
+
+
+# The format: a header line ``<magic> <digest of the body>``, then the body,
+# path and status alternating, each ended by a NUL byte (no path holds one).
+
+
+def _read(path: str) -> dict[bytes, bytes]:
+    from lint_plugin.check.files import read_regular_file
+
+    data = read_regular_file(path)
+    if not isinstance(data, bytes):
+        return {}
+    header, _, body = data.partition(b"\n")
+    magic, _, digest = header.rpartition(b" ")
+    if magic != _MAGIC:
+        return {}
+    hasher = _hasher()
+    hasher.update(body)
+    if hasher.hexdigest().encode() != digest:
+        return {}  # damaged: nothing in it is believed
+    fields = body.split(b"\0")
+    if len(fields) % 2 != 1 or fields[-1]:
+        return {}
+    return dict(zip(fields[0:-1:2], fields[1:-1:2], strict=True))
+
+
+def _write(path: str, states: dict[bytes, bytes]) -> None:
+    body = b"".join(k + b"\0" + v + b"\0" for k, v in states.items())
+    hasher = _hasher()
+    hasher.update(body)
+    data = _MAGIC + b" " + hasher.hexdigest().encode() + b"\n" + body
+    partial = f"{path}.{os.getpid()}.tmp"
+    with held():  # a signal now would leave the partial file behind
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            descriptor = os.open(partial, flags, 0o644)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+            os.replace(partial, path)
+        except OSError:
+            try:  # noqa: SIM105 - contextlib would be one more import per run
+                os.unlink(partial)
+            except OSError:
+                pass
