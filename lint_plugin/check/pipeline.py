@@ -63,6 +63,7 @@ def check_file(
     syntax_check: SyntaxCheck | None = None,
     cache_key: str | None = None,
     candidate: bool | None = None,
+    reviewed: list[Finding] | None = None,
 ) -> list[Finding]:
     """Reportable findings in one file's bytes (bytes Python would not read as
     source are an E999, as a syntax error is). ``notes`` receives what a
@@ -71,7 +72,8 @@ def check_file(
     engine runs on a file with findings (default ``syntax.error_of``);
     ``cache_key``: the file's key in ``cache``, when the caller has it (only a
     file the byte test let through has one); ``candidate``: the byte test's
-    answer, when the caller has asked it."""
+    answer, when the caller has asked it; ``reviewed`` receives the findings
+    before selection (what the file holds whatever is selected)."""
     try:
         if notes is not None:
             from lint_plugin import linter
@@ -87,12 +89,17 @@ def check_file(
                 data, path, settings, cache, syntax_check, cache_key, candidate
             )
     except SourceError as error:
-        return [encoding_error(error, path)]
+        findings = [encoding_error(error, path)]
+        if reviewed is not None:
+            reviewed += findings
+        return findings
     if not findings and not may_hold_own_directive(data):
         return []  # nothing found and no KVI directive to judge (KVI100)
     # Directives first, on every finding: whether a directive is used does not
     # depend on --select (a directive for a switched-off rule is not churned).
     findings = review(findings, decode(data), path)
+    if reviewed is not None:
+        reviewed += findings
     if not findings:
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
@@ -327,11 +334,12 @@ def _check_serially(
                 if states is not None:
                     states.forget(path)
                 continue
-            candidate = None
+            candidate = reviewed = None
             if states is not None:  # a cache's run: the byte test decides
                 candidate = candidates.get(index)
                 if candidate is None:
                     candidate = could_match(data)
+                reviewed = []
             try:
                 findings = check_file(
                     data,
@@ -343,6 +351,7 @@ def _check_serially(
                     None if check is None else check.for_file(index),
                     keys.get(index),
                     candidate,
+                    reviewed,
                 )
             except Exception as error:  # one file must not stop the run
                 result.crashes.append(
@@ -355,7 +364,7 @@ def _check_serially(
             if findings:
                 result.reports.append(FileReport(path, data, findings))
             if states is not None:
-                if findings or candidate:
+                if reviewed or candidate:
                     states.forget(path)
                 else:  # cannot match, no directive: nothing, whatever is selected
                     states.record(path, status_of(status))

@@ -26,6 +26,7 @@ KVI001 = "n = seq_lens_sum * self.topk + bs * (i + 1)\n"
 CLEAN = "x = 1\n"
 # Could match (names a topk), holds nothing: the cache's entries answer it.
 CANDIDATE_CLEAN = "n = seq_lens_sum * self.topk + 1\n"
+UNUSED = "x = 1  # noqa: KVI002\n"  # cannot match; its directive is KVI100
 
 
 @pytest.fixture(autouse=True)
@@ -83,6 +84,19 @@ def test_a_warm_run_reads_only_what_could_hold_something(
     assert cold == first == warm
     assert warm.codes == ["KVI100", "KVI001"]
     assert list(states_of(tmp_path / "c")) == [os.fsencode(tmp_path / "clean.py")]
+
+
+def test_what_a_selection_hides_is_not_recorded_as_nothing(
+    tmp_path, run, monkeypatch, settled, reads
+) -> None:
+    """A directive nothing uses is KVI100 whatever ``--select`` reports: a run
+    that does not report it must not record the file as holding nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text("x = 1  # noqa: KVI001\n")
+    assert check(run, "--select", "KVI003", "a.py").status == 0
+    reads.clear()
+    assert check(run, "a.py").codes == ["KVI100"]
+    assert reads == ["a.py"]
 
 
 def test_the_same_size_and_times_after_a_write_are_read_again(
@@ -224,7 +238,7 @@ _TEXTS = st.sampled_from(
             "y = 2\n",
             KVI001,
             CANDIDATE_CLEAN,
-            "x = 1  # noqa: KVI002\n",
+            UNUSED,
             "s = '\xe9'\n",
             "def (:\n",
         )
@@ -238,7 +252,10 @@ _STEPS = st.one_of(
     st.tuples(st.just("delete"), _NAMES, st.just("")),
     st.tuples(st.just("move"), _NAMES, _NAMES),
     st.just(_RUN),
-    st.just(_RUN),
+    # A run reporting less: what it hides must not be recorded as nothing.
+    st.tuples(
+        st.just("run"), st.sampled_from(["KVI003", "KVI001,KVI002"]), st.just("")
+    ),
 )
 
 
@@ -276,15 +293,16 @@ def test_warm_runs_answer_as_fresh_ones_whatever_changes(
     root = tmp_path_factory.mktemp("tree")
     cache = str(tmp_path_factory.mktemp("states-cache"))
     monkeypatch.chdir(root)
-    for name in ("a.py", "sub/c.py"):
-        _apply(root, ("write", name, _padded(CLEAN)))
+    for name, text in (("a.py", CLEAN), ("b.py", UNUSED), ("sub/c.py", KVI001)):
+        _apply(root, ("write", name, _padded(text)))
     for step in [_RUN, *steps, _RUN]:
         if step[0] != "run":
             _apply(root, step)
             continue
-        fresh = check(run, ".", cache=None)
-        assert check(run, ".", cache=cache) == fresh
-        assert check(run, ".", cache=cache) == fresh
+        selected = ("--select", step[1]) if step[1] else ()
+        fresh = check(run, *selected, ".", cache=None)
+        assert check(run, *selected, ".", cache=cache) == fresh
+        assert check(run, *selected, ".", cache=cache) == fresh
 
 
 def test_the_margin_is_measured_from_the_run_s_start(tmp_path, monkeypatch) -> None:
