@@ -19,9 +19,10 @@ it has another one, unless it was written within the file system's timestamp
 granularity of the status recorded: git's "racily clean" case, which this
 margin rules out.
 
-The states are one file per build of the tool, written whole and atomically; a
-damaged one (the digest of its body does not match) is ignored, and every
-file is then read as before.
+The states are one file per build of the tool and per reader (user, group and
+groups: a file another user could read may be unreadable to this one, with the
+same status), written whole and atomically; a damaged one (the digest of its
+body does not match) is ignored, and every file is then read as before.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class FileStates:
     """The recorded statuses of the files that held nothing, under ``folder``."""
 
     def __init__(self, folder: str, now_ns: int) -> None:
-        self.path = os.path.join(folder, NAME)
+        self.path = os.path.join(folder, f"{NAME}-{_reader()}")
         self._cwd = os.getcwd()
         self._settled_before = now_ns - SETTLED_NS
         self._known: dict[bytes, bytes] | None = None
@@ -134,6 +135,18 @@ class FileStates:
         merged = {k: v for k, v in known.items() if k not in self._forgotten}
         merged.update(self._recorded)
         _write(self.path, merged)
+
+
+def _reader() -> str:
+    """Who reads the files: a file's status says nothing of whether another
+    reader may open it."""
+    try:
+        who = (os.geteuid(), os.getegid(), *sorted(os.getgroups()))
+    except (AttributeError, OSError):  # no such notion here (Windows)
+        return "any"
+    hasher = _hasher()
+    hasher.update(repr(who).encode())
+    return hasher.hexdigest()[:16]
 
 
 def _key(path: str, cwd: str, sep: str = os.sep) -> bytes:

@@ -237,6 +237,8 @@ def _check_fresh(paths, selection, settings, cache, notes, states) -> CheckResul
     order = {path: index for index, path in enumerate(paths)}
     result.reports.sort(key=lambda report: order[report.path])
     result.errors.sort(key=lambda error: order.get(error.path, 0))
+    # In the files' order, as one process lists them (a warm run may be one).
+    result.crashes.sort(key=lambda error: order.get(error.path, 0))
     return result
 
 

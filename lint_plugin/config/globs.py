@@ -89,11 +89,14 @@ class PatternList:
             self._compile()
         if self._spec is None:
             if own:
-                # Only the entry's own name can match: a walk's entry is never
-                # its root, so this is the last part of its relative path too
-                # (relative_posix was most of a whole-package walk).
+                # Only the entry's own name can match, the last part of its
+                # relative path: a name in no pattern is no match, without
+                # resolving the path (relative_posix was most of a
+                # whole-package walk). A name in one may still be the root
+                # itself (a walk of its parent), which no name excludes.
                 last = path.rstrip(os.sep).rpartition(os.sep)[2]
-                return last in self._names or (is_dir and last in self._dir_names)
+                if last not in self._names and not (is_dir and last in self._dir_names):
+                    return False
             # A name matches the file or folder itself or any folder above it
             # (below the root), as in git: "build" covers build/x/y.py.
             relative = relative_posix(path, self.root)

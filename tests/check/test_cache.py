@@ -37,8 +37,13 @@ def cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def entries(folder: Path) -> list[Path]:
     """The answers stored (not the build's marker, nor the files' states)."""
-    kept = (_BUILD_MARKER, file_states.NAME)
-    return [p for p in folder.glob("*/*") if p.is_file() and p.name not in kept]
+    return [
+        p
+        for p in folder.glob("*/*")
+        if p.is_file()
+        and p.name != _BUILD_MARKER
+        and not p.name.startswith(file_states.NAME)
+    ]
 
 
 def one_entry(tmp_path: Path, run):

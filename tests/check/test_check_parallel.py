@@ -35,6 +35,34 @@ def test_forked_workers_report_what_one_process_reports(tmp_path: Path, monkeypa
     assert [e.path for e in forked.errors] == [e.path for e in serial.errors]
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+def test_forked_workers_list_crashes_in_the_files_order(tmp_path: Path, monkeypatch):
+    """A warm run may check in one process what a cold one forks for: the
+    files the engine failed on are listed the same either way."""
+    from lint_plugin import linter
+
+    paths = []
+    for index in range(9):
+        path = tmp_path / f"m{index:02}.py"
+        path.write_text(SITE + ("# CRASH\n" if index % 2 else ""))
+        paths.append(str(path))
+    selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
+    real = linter.lint_source
+
+    def failing(data, path, *args, **kwargs):
+        if b"CRASH" in data:
+            raise RuntimeError("boom")
+        return real(data, path, *args, **kwargs)
+
+    monkeypatch.setattr(linter, "lint_source", failing)
+    serial = check._check_serially(paths, selection)
+    monkeypatch.setattr(check, "_workers", lambda files: 3)
+    forked = check.check_files(paths, selection)
+
+    assert [c.path for c in serial.crashes] == paths[1::2]
+    assert [c.path for c in forked.crashes] == paths[1::2]
+
+
 def test_the_collector_is_off_while_files_are_checked_and_restored_after(
     tmp_path: Path, monkeypatch
 ):

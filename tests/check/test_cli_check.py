@@ -467,6 +467,19 @@ def test_skipped_folders_are_not_walked(tree, run, fake_engine):
     )
 
 
+def test_the_root_is_walked_from_its_parent_whatever_its_name(
+    tree, run, fake_engine, monkeypatch
+):
+    """Walked from a folder named like an excluded one (``build``), its parent
+    named: no name excludes the root the patterns are relative to."""
+    write(tree / "build" / "a.py", "x = kvi001_here\n")
+    write(tree / "build" / "build" / "b.py", "x = kvi002_here\n")
+    write(tree / "top.py", "x = kvi003_here\n")
+    monkeypatch.chdir(tree / "build")
+    result = run("check", "..")
+    assert result.codes == ["KVI001", "KVI003"]
+
+
 def test_explicit_file_in_skipped_folder_is_checked(tree, run, fake_engine):
     write(tree / "build" / "gen.py", "x = kvi001_here\n")
     assert run("check", "build/gen.py").codes == ["KVI001"]

@@ -56,7 +56,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def states_of(folder: Path) -> dict[bytes, bytes]:
-    (path,) = folder.glob(f"*/{file_states.NAME}")
+    (path,) = folder.glob(f"*/{file_states.NAME}-*")
     return file_states._read(str(path))
 
 
@@ -139,7 +139,7 @@ def test_a_file_changed_just_before_the_run_is_not_recorded(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.py").write_text(CLEAN)
     check(run, "a.py")
-    assert not list((tmp_path / "c").glob(f"*/{file_states.NAME}"))
+    assert not list((tmp_path / "c").glob(f"*/{file_states.NAME}-*"))
     # The same file, its change seen as settled: recorded now, then skipped.
     monkeypatch.setattr(file_states, "SETTLED_NS", -(10**12))
     check(run, "a.py")
@@ -173,7 +173,7 @@ def test_damaged_states_are_ignored_and_written_again(
     (tmp_path / "a.py").write_text(CLEAN)
     (tmp_path / "b.py").write_text(CLEAN.replace("x", "y"))
     check(run, ".")
-    (path,) = (tmp_path / "c").glob(f"*/{file_states.NAME}")
+    (path,) = (tmp_path / "c").glob(f"*/{file_states.NAME}-*")
     good = path.read_bytes()
     path.write_bytes(damage(good))
     reads.clear()
@@ -217,8 +217,22 @@ def test_the_states_are_one_file_in_the_build_folder(tmp_path, run, settled) -> 
     (tmp_path / "a.py").write_text(CLEAN)
     check(run, str(tmp_path / "a.py"), cache=str(tmp_path / "c"))
     (build,) = [p for p in (tmp_path / "c").iterdir() if p.is_dir()]
-    names = sorted(p.name for p in build.iterdir())
-    assert names == [".draft-kv-lint-build", file_states.NAME]
+    marker, states = sorted(p.name for p in build.iterdir())
+    assert marker == ".draft-kv-lint-build"
+    assert states.startswith(f"{file_states.NAME}-")
+
+
+def test_each_reader_has_states_of_its_own(tmp_path, monkeypatch) -> None:
+    """Another user (or the same one in other groups) may not be allowed to
+    read a file whose status is unchanged: it must read it and say why."""
+    mine = FileStates(str(tmp_path), 0).path
+    groups, user = os.getgroups(), os.geteuid()
+    monkeypatch.setattr(os, "getgroups", lambda: [*groups, 4242])
+    in_another_group = FileStates(str(tmp_path), 0).path
+    monkeypatch.setattr(os, "getgroups", lambda: groups)
+    monkeypatch.setattr(os, "geteuid", lambda: user + 1)
+    another_user = FileStates(str(tmp_path), 0).path
+    assert len({mine, in_another_group, another_user}) == 3
 
 
 # ---- the oracle: whatever happens between runs, a warm run says what a fresh one
