@@ -35,6 +35,9 @@ _MAGIC = b"draft-kv-lint states 1"
 NAME = "file-states"
 # Two seconds: the coarsest timestamp granularity in common use (FAT's).
 SETTLED_NS = 2_000_000_000
+# Paths are never forgotten when their files go: past this many, only the
+# run's own are kept (about 10 MB; a file larger than a source is not read).
+MAX_STATES = 100_000
 
 Status = tuple[int, int, int, int, int]
 
@@ -59,6 +62,7 @@ class FileStates:
         self._known: dict[bytes, bytes] | None = None
         self._recorded: dict[bytes, bytes] = {}
         self._forgotten: set[bytes] = set()
+        self._confirmed: set[bytes] = set()  # this run's unchanged files
 
     def _load(self) -> dict[bytes, bytes]:
         if self._known is None:
@@ -73,14 +77,16 @@ class FileStates:
         if not known:
             return list(paths)
         stat, cwd, sep = os.stat, self._cwd, os.sep
-        kept = []
+        kept, confirmed = [], self._confirmed
         for path in paths:
             try:
                 found = stat(path)
             except (OSError, ValueError):
                 kept.append(path)
                 continue
-            recorded = known.get(_key(path, cwd, sep))
+            key = _key(path, cwd, sep)
+            recorded = known.get(key)
+            # ``_encode(status_of(found))``, spelled out: once per file.
             if recorded is None or recorded != b"%d %d %d %d %d" % (
                 found.st_size,
                 found.st_mtime_ns,
@@ -89,6 +95,8 @@ class FileStates:
                 found.st_dev,
             ):
                 kept.append(path)
+            else:
+                confirmed.add(key)
         return kept
 
     def record(self, path: str, status: Status) -> None:
@@ -134,6 +142,9 @@ class FileStates:
             return
         merged = {k: v for k, v in known.items() if k not in self._forgotten}
         merged.update(self._recorded)
+        if len(merged) > MAX_STATES:
+            merged = {k: known[k] for k in self._confirmed}
+            merged.update(self._recorded)
         _write(self.path, merged)
 
 

@@ -213,6 +213,27 @@ def test_files_of_other_runs_are_kept_and_forgotten_only_when_read(
     assert [Path(os.fsdecode(k)).name for k in states_of(tmp_path / "c")] == ["a.py"]
 
 
+def test_past_the_bound_only_the_run_s_own_files_are_kept(
+    tmp_path, run, monkeypatch, settled, reads
+) -> None:
+    """Paths of files long gone are never forgotten one by one: past the
+    bound, the states keep this run's files, recorded or unchanged."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(file_states, "MAX_STATES", 3)
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(CLEAN)
+    check(run, ".")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).unlink()
+    (tmp_path / "d.py").write_text(CLEAN)
+    check(run, "c.py", "d.py")  # four known: over the bound
+    names = sorted(Path(os.fsdecode(k)).name for k in states_of(tmp_path / "c"))
+    assert names == ["c.py", "d.py"]
+    reads.clear()
+    check(run, "c.py", "d.py")
+    assert reads == []
+
+
 def test_the_states_are_one_file_in_the_build_folder(tmp_path, run, settled) -> None:
     (tmp_path / "a.py").write_text(CLEAN)
     check(run, str(tmp_path / "a.py"), cache=str(tmp_path / "c"))
