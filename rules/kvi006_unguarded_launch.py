@@ -20,7 +20,6 @@ from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.vocabulary import Needs
 from lint_plugin.findings import Fix
-from lint_plugin.fix.guard_placement import place_guard
 from lint_plugin.rules import Example, Rule
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
@@ -396,6 +395,9 @@ def _fix(
     if statement is None:
         return None, "the launch is not a statement of its own"
     names = [bs] + ([buffer.id] if isinstance(buffer, ast.Name) else [])
+    # Only a fix needs it: every check of a draft backend imports this rule.
+    from lint_plugin.fix.guard_placement import place_guard
+
     place = place_guard(function, statement, seq_lens_sum, names, report.source)
     if place.at is None:
         return None, place.reason

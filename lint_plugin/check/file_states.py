@@ -99,12 +99,12 @@ class FileStates:
                 confirmed.add(key)
         return kept
 
-    def record(self, path: str, status: Status) -> None:
-        """``path``, read with ``status``, holds nothing (it cannot match and
-        has no directive of ours)."""
-        if status[2] < self._settled_before:
+    def record(self, path: str, stat: os.stat_result) -> None:
+        """``path``, read with the status ``stat``, holds nothing (it cannot
+        match and has no directive of ours)."""
+        if stat.st_ctime_ns < self._settled_before:
             key = _key(path, self._cwd)
-            self._recorded[key] = _encode(status)
+            self._recorded[key] = _encode(status_of(stat))
             self._forgotten.discard(key)
 
     def forget(self, path: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lint_plugin.check.file_states import status_of
 from lint_plugin.check.files import read_with_status
 from lint_plugin.config.selection import Selection
 from lint_plugin.engine.prefilter import SourceError, could_match, decode
@@ -369,7 +368,7 @@ def _check_serially(
                 if reviewed or candidate:
                     states.forget(path)
                 else:  # cannot match, no directive: nothing, whatever is selected
-                    states.record(path, status_of(status))
+                    states.record(path, status)
             if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
                 _collect_garbage()
     finally:

@@ -150,9 +150,14 @@ def test_a_file_changed_just_before_the_run_is_not_recorded(
 
 def test_the_margin_is_two_seconds_of_the_run_that_records() -> None:
     states = FileStates("unused", now_ns=10 * file_states.SETTLED_NS)
-    status = (1, 0, 0, 1, 1)
-    states.record("old.py", (*status[:2], 8 * file_states.SETTLED_NS, *status[3:]))
-    states.record("new.py", (*status[:2], 9 * file_states.SETTLED_NS, *status[3:]))
+
+    def changed_at(ctime_ns: int) -> os.stat_result:
+        return os.stat_result(
+            (0o100644, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, ctime_ns)
+        )
+
+    states.record("old.py", changed_at(8 * file_states.SETTLED_NS))
+    states.record("new.py", changed_at(9 * file_states.SETTLED_NS))
     assert [Path(os.fsdecode(k)).name for k in states._recorded] == ["old.py"]
 
 
