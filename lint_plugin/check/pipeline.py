@@ -198,7 +198,7 @@ def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
     fresh = states.changed(paths)
     result = _check_fresh(fresh, selection, settings, cache, notes, states)
     result.files_checked += len(paths) - len(fresh)
-    result.states = None  # the workers' parts are merged into ``states``
+    result.states = None  # the workers' parts are merged into ``states`` now
     states.save(cache.prepare)
     return result
 
@@ -232,7 +232,6 @@ def _check_fresh(paths, selection, settings, cache, notes, states) -> CheckResul
         result.notes += part.notes
         if part.states is not None and part.states is not states:
             states.merge(part.states)
-    result.states = states
     order = {path: index for index, path in enumerate(paths)}
     result.reports.sort(key=lambda report: order[report.path])
     result.errors.sort(key=lambda error: order.get(error.path, 0))
