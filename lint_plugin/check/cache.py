@@ -152,20 +152,7 @@ class Cache:
         (:mod:`lint_plugin.engine.package_tree`)."""
         if not self.prepare():
             return
-        data = _encode(key, findings, depends)
-        final = os.path.join(self.folder, key)
-        partial = f"{final}.{os.getpid()}.tmp"
-        with held():  # a signal now would leave the partial entry behind
-            try:
-                descriptor = os.open(partial, _NEW_FILE, 0o644)
-                with os.fdopen(descriptor, "wb") as handle:
-                    handle.write(data)
-                os.replace(partial, final)  # readers see the whole entry or none
-            except OSError:
-                try:  # noqa: SIM105 - contextlib would be one more import per run
-                    os.unlink(partial)
-                except OSError:
-                    pass
+        store(os.path.join(self.folder, key), _encode(key, findings, depends))
 
     def file_states(self) -> FileStates:
         """The statuses of the files found to hold nothing, for this build."""
@@ -199,6 +186,23 @@ class Cache:
 # A new file only: never through a link someone left at the name, never over a
 # file that is there already.
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+
+
+def store(final: str, data: bytes) -> None:
+    """Write ``data`` at ``final`` whole or not at all: readers see the whole
+    file or the one before (a file of the cache folder; failures are misses)."""
+    partial = f"{final}.{os.getpid()}.tmp"
+    with held():  # a signal now would leave the partial file behind
+        try:
+            descriptor = os.open(partial, _NEW_FILE, 0o644)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+            os.replace(partial, final)
+        except OSError:
+            try:  # noqa: SIM105 - contextlib would be one more import per run
+                os.unlink(partial)
+            except OSError:
+                pass
 
 
 def _write_new(path: str, text: str) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 
-from lint_plugin.fix.held_signals import held
+from lint_plugin.check.cache import _hasher, store
 
 _MAGIC = b"draft-kv-lint states 1"
 NAME = "file-states"
@@ -123,12 +123,9 @@ class FileStates:
     def worker_part(self) -> FileStates:
         """A state of the same folder and time for a worker to fill."""
         part = FileStates.__new__(FileStates)
-        part.path = self.path
-        part._cwd = self._cwd
-        part._settled_before = self._settled_before
-        part._known = {}
-        part._recorded = {}
-        part._forgotten = set()
+        part.__dict__.update(
+            self.__dict__, _known={}, _recorded={}, _forgotten=set(), _confirmed=set()
+        )
         return part
 
     def save(self, prepare) -> None:
@@ -179,12 +176,6 @@ def _encode(status: Status) -> bytes:
     return b"%d %d %d %d %d" % status
 
 
-def _hasher():
-    from lint_plugin.check.cache import _hasher as cache_hasher
-
-    return cache_hasher()
-
-
 # The format: a header line ``<magic> <digest of the body>``, then the body,
 # path and status alternating, each ended by a NUL byte (no path holds one).
 
@@ -213,17 +204,4 @@ def _write(path: str, states: dict[bytes, bytes]) -> None:
     body = b"".join(k + b"\0" + v + b"\0" for k, v in states.items())
     hasher = _hasher()
     hasher.update(body)
-    data = _MAGIC + b" " + hasher.hexdigest().encode() + b"\n" + body
-    partial = f"{path}.{os.getpid()}.tmp"
-    with held():  # a signal now would leave the partial file behind
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            descriptor = os.open(partial, flags, 0o644)
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(data)
-            os.replace(partial, path)
-        except OSError:
-            try:  # noqa: SIM105 - contextlib would be one more import per run
-                os.unlink(partial)
-            except OSError:
-                pass
+    store(path, _MAGIC + b" " + hasher.hexdigest().encode() + b"\n" + body)
