@@ -28,8 +28,9 @@ Every file gets the configuration nearest to it (``config.ConfigResolver``) with
 the command line on top; see ``load_plan``.
 
 Startup time matters (pre-commit runs this on every commit): only argparse is
-imported up front; json, tomllib, the rule catalogue and the engine are imported
-when a run needs them, and libcst/torch never by ``check``.
+imported up front; a run builds (and imports) only its own subcommand's parser;
+json, tomllib, the rule catalogue and the engine are imported when a run needs
+them, and libcst/torch never by ``check``.
 """
 
 from __future__ import annotations
@@ -40,12 +41,7 @@ import sys
 from collections.abc import Sequence
 
 from lint_plugin import __version__
-from lint_plugin.cli.check import add_check_parser
-from lint_plugin.cli.clean import add_clean_parser
 from lint_plugin.cli.common import PROG, RunError, UsageError, print_error
-from lint_plugin.cli.fix import add_fix_parser
-from lint_plugin.cli.prove import add_prove_parser
-from lint_plugin.cli.rule import add_rule_parser
 
 # `from lint_plugin.cli import UsageError` (prove's), as before the split.
 __all__ = ["RunError", "UsageError", "build_parser", "main"]
@@ -77,18 +73,28 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The subcommands in the order ``--help`` lists them: ``lint_plugin.cli.NAME``
+# holds ``add_NAME_parser``.
+COMMANDS = ("check", "fix", "rule", "prove", "clean")
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. When ``argv`` starts with a subcommand's name,
+    only that subcommand's parser is built (and its module imported): the others
+    would cost every run a few milliseconds and can take no part in it, since
+    argparse hands everything after the name to the subcommand. Any other
+    ``argv`` (help, ``--version``, a misspelt name) gets every subcommand, so
+    what is printed lists them all."""
     parser = _Parser(
         prog=PROG,
         description="Keep SGLang's EAGLE draft-decode kv_indices buffers sized.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog=PROG)
-    add_check_parser(subparsers)
-    add_fix_parser(subparsers)
-    add_rule_parser(subparsers)
-    add_prove_parser(subparsers)
-    add_clean_parser(subparsers)
+    first = argv[0] if argv else None
+    for name in (first,) if first in COMMANDS else COMMANDS:
+        module = __import__(f"lint_plugin.cli.{name}", fromlist=["_"])
+        getattr(module, f"add_{name}_parser")(subparsers)
     _SUBPARSERS.clear()
     _SUBPARSERS.update(subparsers.choices)
     return parser
@@ -115,7 +121,9 @@ def run() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     try:
         args, extras = parser.parse_known_args(argv)
         if extras:

@@ -19,7 +19,6 @@ from lint_plugin.cli.common import (
     run_cache,
     run_settings,
 )
-from lint_plugin.cli.fix import fix_stdin, run_fix_command
 from lint_plugin.engine.source import normalised
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
@@ -225,6 +224,8 @@ def run_check(args: argparse.Namespace) -> int:
     if args.stdin_filename and not stdin:
         raise UsageError("--stdin-filename needs the PATH `-`")
     if args.fix or args.diff:
+        from lint_plugin.cli.fix import fix_stdin, run_fix_command
+
         if stdin:
             args.paths = [args.stdin_filename or "."]
             return fix_stdin(args, load_plan(args, discover_files=False))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -632,14 +633,67 @@ def test_entry_point_and_lazy_imports(tmp_path):
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
     heavy = ("json", "tomllib", "tomli", "libcst", "torch")
     assert imported_by(body, heavy, cwd=tmp_path) == ([], "1")
+    # The script of the interpreter running the tests: a `PATH` may lead to
+    # another environment's (a base interpreter's stale install).
+    script = Path(sys.executable).with_name("draft-kv-lint")
     command = subprocess.run(
-        ["draft-kv-lint", "check", "a.py", "--output-format", "json"],
+        [
+            str(script) if script.exists() else "draft-kv-lint",
+            "check",
+            "a.py",
+            "--output-format",
+            "json",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
     )
     assert command.returncode == 1
     assert json.loads(command.stdout)[0]["code"] == "KVI001"
+
+
+OTHER_COMMANDS = tuple(
+    f"lint_plugin.cli.{name}" for name in ("fix", "rule", "prove", "clean")
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "imported"),
+    [
+        (["check", "a.py"], []),
+        (["check", "--diff", "a.py"], ["lint_plugin.cli.fix"]),
+        (["rule", "KVI001"], ["lint_plugin.cli.rule"]),
+        # `-h` before the name, or no name: the top-level parser, every subcommand.
+        (["-h"], list(OTHER_COMMANDS)),
+        (["chek", "a.py"], list(OTHER_COMMANDS)),
+    ],
+)
+def test_a_run_builds_only_its_subcommands_parser(tmp_path, argv, imported):
+    """The other subcommands' modules are not imported (start-up on every commit);
+    help and a misspelt subcommand still get them all."""
+    write(tmp_path / "a.py", REAL_KVI001)
+    body = (
+        "import contextlib, io\n"
+        "from lint_plugin.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), "
+        "contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    try:\n        _result = main({argv!r})\n"
+        "    except SystemExit as exit_:\n        _result = exit_.code"
+    )
+    assert imported_by(body, OTHER_COMMANDS, cwd=tmp_path)[0] == sorted(imported)
+
+
+def test_help_and_a_misspelt_subcommand_list_every_subcommand(run):
+    names = ("check", "fix", "rule", "prove", "clean")
+    helped = run("--help")
+    assert helped.status == 0
+    rows = helped.out.splitlines()
+    listed = [row.split()[0] for row in rows if row[:4] == "    " and row[4] != " "]
+    assert listed == list(names)
+    misspelt = run("chek", "a.py")
+    assert misspelt.status == 2
+    choices = "(choose from " + ", ".join(repr(n) for n in names) + ")"
+    assert misspelt.err.splitlines()[-1].endswith(choices)
 
 
 def test_this_repository_checks_clean_with_its_own_config(run, monkeypatch):
