@@ -121,8 +121,7 @@ def run() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     try:
         args, extras = parser.parse_known_args(argv)
