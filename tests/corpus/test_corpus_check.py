@@ -93,27 +93,25 @@ def test_flake8_reports_what_check_reports(
     assert len(expected) == (12 if version == "old" else 0)
 
 
-@pytest.fixture(scope="module", params=["0.5.12.post1", "0.5.13", "0.5.23"])
+# The longest tests of the suite: halves of a package keep both of pytest-xdist's
+# workers busy until the end of the run.
+SHARDS = 2
+WHOLE_PACKAGES = ("0.5.12.post1", "0.5.13", "0.5.23")
+
+
+@pytest.fixture(scope="module", params=WHOLE_PACKAGES)
 def whole_package(request, old_attention, new_attention) -> Path:
     from corpus import tree
 
     return tree(request.param, whole=True) / "sglang"
 
 
-# The longest tests of the suite: halves of a package keep both of pytest-xdist's
-# workers busy until the end of the run.
-SHARDS = 2
-
-
-@pytest.mark.parametrize("shard", range(SHARDS))
-def test_shortcuts_never_cost_a_finding(
-    whole_package: Path, shard: int, monkeypatch
-) -> None:
-    """Every file of the whole package (every other one in sorted order, from
-    ``shard`` on): the region-and-pruning fast path finds exactly what a plain
+def fast_path_equals_whole_walk(paths: list[Path], monkeypatch) -> list[str]:
+    """For each file: the region-and-pruning fast path finds exactly what a plain
     walk of the whole parsed file finds, and never crashes. The methods it
     leaves unparsed (``lazy_methods``) are walked once everything is decided:
-    none holds a fact the rules would have read (that is a Misread)."""
+    none holds a fact the rules would have read (that is a Misread). Returns
+    the names of the methods so walked."""
     import ast
     import warnings
 
@@ -133,8 +131,7 @@ def test_shortcuts_never_cost_a_finding(
         release(walker)
 
     monkeypatch.setattr(Walker, "release", walk_the_rest)
-    checked = 0
-    for path in sorted(whole_package.rglob("*.py"))[shard::SHARDS]:
+    for path in paths:
         data = path.read_bytes()
         fast = lint_source(data, str(path))
         text = data.decode("utf-8-sig")
@@ -144,9 +141,51 @@ def test_shortcuts_never_cost_a_finding(
         slow = lint_tree(tree, Source(text), str(path), rows=None)
         key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
         assert sorted(map(key, fast)) == sorted(map(key, slow)), path
-        checked += 1
-    assert checked > 1500 // SHARDS
+    return deferred
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_shortcuts_never_cost_a_finding(
+    whole_package: Path, shard: int, monkeypatch
+) -> None:
+    """Every file of the whole package (every other one in sorted order, from
+    ``shard`` on), as ``fast_path_equals_whole_walk`` says."""
+    paths = sorted(whole_package.rglob("*.py"))[shard::SHARDS]
+    assert len(paths) > 1500 // SHARDS
+    deferred = fast_path_equals_whole_walk(paths, monkeypatch)
     assert len(deferred) > 50  # the shortcut was taken, and walked here
+
+
+def test_shortcuts_never_cost_a_finding_in_any_release(monkeypatch) -> None:
+    """The attention and speculative folders of every pinned release, as
+    ``fast_path_equals_whole_walk`` says: each distinct file once (by content),
+    but those of the packages read whole above."""
+    import hashlib
+
+    from corpus import RELEASES, attention_dir, speculative_dir, tree
+
+    def digest(path: Path) -> bytes:
+        return hashlib.sha256(path.read_bytes()).digest()
+
+    read = {
+        digest(path)
+        for version in WHOLE_PACKAGES
+        for path in (tree(version, whole=True) / "sglang").rglob("*.py")
+    }
+    paths, releases = [], set()
+    for version in RELEASES:
+        for folder in (attention_dir(version), speculative_dir(version)):
+            for path in sorted(folder.rglob("*.py")):
+                key = digest(path)
+                if key not in read:
+                    read.add(key)
+                    paths.append(path)
+                    releases.add(version)
+    # 591 files of 40 releases when written: a release that adds no file of
+    # its own to the ones before it has its backends checked all the same.
+    assert len(paths) > 500 and len(releases) > 30
+    deferred = fast_path_equals_whole_walk(paths, monkeypatch)
+    assert len(deferred) > 50
 
 
 def test_refactored_whole_packages_have_no_finding(
