@@ -128,16 +128,16 @@ def _engine_findings(
     candidate: bool | None = None,
 ) -> list[Finding]:
     """The engine's findings, from the cache when it has this file's answer.
-    Only files that could match are cached: the others cost one byte search, and
-    with the cache on they are dismissed here, so a run answered from the cache
-    never imports the engine."""
-    if cache is not None or candidate is False:
+    Only files that could match are cached: the others cost one byte search and
+    are dismissed here, cache or not, so a run answered from the cache, or over
+    files no rule can match, never imports the engine."""
+    if candidate is None:
         # A key given is a candidate's: the caller asked the byte test already.
-        if candidate is None:
-            candidate = key is not None or could_match(data)
-        if not candidate:
-            decode(data)  # what the engine does first: not UTF-8 is an error
-            return []  # and then, for such a file, nothing else
+        candidate = key is not None or could_match(data)
+    if not candidate:
+        decode(data)  # what the engine does first: not UTF-8 is an error
+        return []  # and then, for such a file, nothing else
+    if cache is not None:
         key = key or cache.key(path, data)
         stored = cache.get(key, path)
         if stored is not None:
@@ -334,9 +334,8 @@ def _check_serially(
                 if states is not None:
                     states.forget(path)
                 continue
-            candidate = reviewed = None
+            candidate, reviewed = candidates.get(index), None
             if states is not None:  # a cache's run: the byte test decides
-                candidate = candidates.get(index)
                 if candidate is None:
                     candidate = could_match(data)
                 reviewed = []

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from import_probe import imported_by
 
+from lint_plugin.check import pipeline
+
 pytest_plugins = ("cli_helpers",)
 
 # A real inline copy: the engine reports one KVI001 at 1:5 for it.
@@ -90,6 +92,8 @@ def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
         return fake_lint_source(data, path)
 
     monkeypatch.setattr(linter, "lint_source", explode_on_b)
+    # Every file goes to the stand-in engine (its markers pass no byte test).
+    monkeypatch.setattr(pipeline, "could_match", lambda data: True)
     write(tree / "a.py", "x = kvi001_here\n")
     write(tree / "b.py", "y = 1\n")
     result = run("check")
@@ -652,6 +656,19 @@ def test_entry_point_and_lazy_imports(tmp_path):
     assert json.loads(command.stdout)[0]["code"] == "KVI001"
 
 
+@pytest.mark.parametrize("cache", ["--no-cache", "--cache-dir=cache"])
+def test_files_no_rule_can_match_never_import_the_engine(tmp_path, cache):
+    """A commit that touches no backend: the byte test dismisses its files, and
+    neither the engine nor the rules are imported, with the cache or without.
+    A file that can match imports them (the probe sees imports)."""
+    write(tmp_path / "a.py", "x = 1\n")
+    write(tmp_path / "b.py", REAL_KVI001)
+    engine = ("lint_plugin.linter", "lint_plugin.rules")
+    for name, imported, status in (("a.py", [], "0"), ("b.py", list(engine), "1")):
+        body = f"from lint_plugin.cli import main\n_result = main(['check', {cache!r}, {name!r}])"
+        assert imported_by(body, engine, cwd=tmp_path) == (imported, status)
+
+
 OTHER_COMMANDS = tuple(
     f"lint_plugin.cli.{name}" for name in ("fix", "rule", "prove", "clean")
 )
@@ -754,6 +771,7 @@ def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch
         raise RuntimeError("boom")
 
     monkeypatch.setattr(linter, "lint_source", explode)
+    monkeypatch.setattr(pipeline, "could_match", lambda data: True)
     write(tree / "b.py", "y = 1\n")
     result = run("check")
     assert result.status == 2
