@@ -19,14 +19,18 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.engine.facts import helper_aliases, helper_names, read_whole
-from lint_plugin.engine.module_scope import TreeModuleScope
-from lint_plugin.engine.scan import interesting_rows
+from lint_plugin.codes import OPT_IN
+from lint_plugin.engine.prefilter import could_match
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE, Settings
-from lint_plugin.engine.source import Source
-from lint_plugin.linter import lint_tree
 from lint_plugin.noqa.directives import may_hold_own_directive, review
-from lint_plugin.rules import OPT_IN
+
+# flake8 loads every installed plugin on every run, whatever it selects: the
+# engine and the rules are imported by the first file the byte test lets
+# through (as ``check`` does), not by a run over files none can match.
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.engine.source import Source
+    from lint_plugin.findings import Finding
 
 
 class KviChecker:
@@ -69,6 +73,23 @@ class KviChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
+        findings = []
+        if could_match(text.encode("utf-8", "surrogatepass")):
+            findings = self._findings(text)
+        if not self.disable_noqa and (findings or may_hold_own_directive(text)):
+            findings = review(findings, text, self.filename)
+        for finding in findings:
+            # flake8 wants 0-based columns and adds 1 itself.
+            message = f"{finding.code} {finding.message}"
+            yield finding.row, finding.column - 1, message, type(self)
+
+    def _findings(self, text: str) -> list[Finding]:
+        from lint_plugin.engine.facts import helper_aliases, helper_names
+        from lint_plugin.engine.module_scope import TreeModuleScope
+        from lint_plugin.engine.scan import interesting_rows
+        from lint_plugin.engine.source import Source
+        from lint_plugin.linter import lint_tree
+
         aliases = helper_aliases(text)
         rows = interesting_rows(text, aliases)
         findings = []
@@ -82,12 +103,7 @@ class KviChecker:
                 findings += lint_tree(
                     node, source, self.filename, rows, self.settings, names, module
                 )
-        if not self.disable_noqa and (findings or may_hold_own_directive(text)):
-            findings = review(findings, text, self.filename)
-        for finding in findings:
-            # flake8 wants 0-based columns and adds 1 itself.
-            message = f"{finding.code} {finding.message}"
-            yield finding.row, finding.column - 1, message, type(self)
+        return findings
 
 
 def _statements_around(
@@ -95,6 +111,8 @@ def _statements_around(
 ) -> Iterator[ast.AST]:
     """The statements holding ``rows``; a class only as a whole when ``check``
     reads it whole too (a possible draft backend, or one calling a helper)."""
+    from lint_plugin.engine.facts import read_whole
+
     for stmt in body:
         # A decorated def or class starts at its first decorator's row.
         decorators = getattr(stmt, "decorator_list", None)

@@ -235,3 +235,32 @@ def test_the_plugin_reads_decorators_as_check_does(text: str) -> None:
     plugin = sorted((row, column + 1, message[:6]) for row, column, message, _ in found)
     check = sorted((f.row, f.column, f.code) for f in lint_source(text, "x.py"))
     assert plugin == check != []
+
+
+@pytest.mark.parametrize(
+    ("text", "imported"),
+    [
+        ("import os\n", []),
+        (SOURCE, ["lint_plugin.linter", "lint_plugin.rules"]),
+    ],
+)
+def test_the_engine_is_imported_by_the_first_file_that_can_match(
+    text: str, imported: list[str], tmp_path: Path
+) -> None:
+    """flake8 loads every installed plugin on every run: loading ours, and
+    running it on a file no rule can match, imports neither the engine nor
+    the rules."""
+    from import_probe import imported_by
+
+    body = (
+        "import ast\n"
+        "from lint_plugin.flake8_plugin import KviChecker\n"
+        f"text = {text!r}\n"
+        "lines = text.splitlines(keepends=True)\n"
+        "checker = KviChecker(ast.parse(text), 'a.py', lines)\n"
+        "_result = len(list(checker.run()))"
+    )
+    watched = ("lint_plugin.linter", "lint_plugin.rules")
+    found, count = imported_by(body, watched, cwd=tmp_path)
+    assert found == imported
+    assert (count == "0") == (not imported)
