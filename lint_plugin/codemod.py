@@ -18,10 +18,10 @@ import argparse
 import libcst as cst
 from libcst.codemod import CodemodContext, SkipFile, VisitorBasedCodemodCommand
 
+from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE
 from lint_plugin.engine.source import normalised
 from lint_plugin.fix.collection import released
 from lint_plugin.fix.rewrite import (
-    DEFAULT_HELPERS_MODULE,
     Options,
     RewriteRefused,
     rewrite_text,

@@ -17,7 +17,7 @@ from lint_plugin.cli.common import (
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix runs
-    from lint_plugin.fix.rewrite import Options
+    from lint_plugin.fix.options import Options
 
 
 def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
@@ -108,7 +108,7 @@ def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
     """The rewrite's options for this run: the engine's settings, the guard's
     module, and which findings are reported (``path_of``: the path a finding's
     selection is read for)."""
-    from lint_plugin.fix.rewrite import Options
+    from lint_plugin.fix.options import Options
 
     selection = plan.selection
     settings = run_settings(args, plan)

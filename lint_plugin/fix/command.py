@@ -30,27 +30,28 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TextIO
 
 from lint_plugin.check.files import read_regular_file
-from lint_plugin.engine.prefilter import SourceError, decoded
+from lint_plugin.engine.prefilter import SourceError, could_match, decoded
 from lint_plugin.engine.source import normalised
 from lint_plugin.findings import FileError
-from lint_plugin.fix.atomic import write_atomic
 from lint_plugin.fix.collection import released
-from lint_plugin.fix.diff import opcodes, unified_diff
-from lint_plugin.fix.rewrite import (
-    Options,
-    Rewrite,
-    RewriteRefused,
-    check_written,
-    rewrite_text,
-)
+from lint_plugin.noqa.directives import may_hold_own_directive
 from lint_plugin.printable import printable
+from lint_plugin.records import record
+
+# The rewriter, its gate, the diff and the atomic write are imported by the
+# first file that needs them: a run over files no rule can match (the commit a
+# pre-commit hook sees most) only reads and parses them.
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from lint_plugin.fix.options import Options
+    from lint_plugin.fix.rewrite import Rewrite
 
 
-@dataclass
+@record
 class FixReport:
     changed_files: int = 0
     fixed: int = 0
@@ -61,7 +62,7 @@ class FixReport:
     homes: int = 0
 
 
-@dataclass
+@record
 class _Fixed:
     """One file's rewrite, before anything is written."""
 
@@ -105,7 +106,7 @@ def run_fix(
     for path in files:
         try:
             try:
-                outcome = _fix_one(path, options)
+                outcome = _fix_one(path, options, skip_inert=True)
             finally:
                 released()  # the file's trees
         except RecursionError:
@@ -118,12 +119,12 @@ def run_fix(
             print(outcome, file=err)
             report.failed += 1
             continue
-        if outcome.rewrite.changed or outcome.rewrite.elsewhere:
+        if outcome is not None and (
+            outcome.rewrite.changed or outcome.rewrite.elsewhere
+        ):
             fixed.append((path, outcome))
 
-    from lint_plugin.fix.helper_homes import blocked_by, plan_homes
-
-    homes, blocked, notes = plan_homes(fixed, options)
+    homes, blocked, notes = _plan_homes(fixed, options)
     ready = [c for c in homes if not c.error]
     if not (diff or check):
         for change in ready:
@@ -131,6 +132,8 @@ def run_fix(
             if why is None:
                 why = _write(change.home.path, change.encoded)
             if why is not None:
+                from lint_plugin.fix.helper_homes import blocked_by
+
                 change.error = why
                 blocked.update(blocked_by(change))
     for change in homes:
@@ -205,6 +208,8 @@ def run_fix(
 
 
 def _write_diff(out: TextIO, path: str, before: str, after: str) -> None:
+    from lint_plugin.fix.diff import unified_diff
+
     out.writelines(
         unified_diff(
             before.splitlines(keepends=True),
@@ -252,6 +257,8 @@ def fix_file(
 
 
 def _write(path: str, encoded: bytes) -> str | None:
+    from lint_plugin.fix.atomic import write_atomic
+
     try:
         write_atomic(path, encoded)
     except OSError as exc:
@@ -259,7 +266,12 @@ def _write(path: str, encoded: bytes) -> str | None:
     return None
 
 
-def _fix_one(path: str, options: Options) -> _Fixed | FileError:
+def _fix_one(
+    path: str, options: Options, *, skip_inert: bool = False
+) -> _Fixed | FileError | None:
+    """``skip_inert``: None for a file that parses, no rule can match and holds
+    no directive of ours: nothing in it would change, and the rewriter is not
+    imported to say so."""
     read = read_for_fix(path)
     if isinstance(read, str):
         return FileError(path, read)
@@ -267,6 +279,16 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
     text = normalised(raw)
+    if skip_inert and _inert(text):
+        from lint_plugin.fix.parsing import parse_module
+
+        try:
+            parse_module(text)  # what the rewrite does first, with its errors
+        except SyntaxError as exc:
+            return FileError(path, f"cannot parse, left unchanged: {exc}")
+        return None
+    from lint_plugin.fix.rewrite import RewriteRefused, check_written, rewrite_text
+
     try:
         rewrite = rewrite_text(text, path, options, verify_result=False)
     except SyntaxError as exc:
@@ -286,6 +308,8 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
             path, f"left unchanged: the rewrite cannot be written as {encoding}: {exc}"
         )
     try:
+        from dataclasses import replace
+
         tree = check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
@@ -294,6 +318,24 @@ def _fix_one(path: str, options: Options) -> _Fixed | FileError:
     # Kept until every file is planned: what its imports are, not its trees.
     rewrite.parsed_original = rewrite.original_names = None
     return _Fixed(raw, after, rewrite, bom, encoded, encoding, imports_from(tree))
+
+
+def _inert(text: str) -> bool:
+    """Nothing to rewrite, whatever the options: the byte test the engine runs
+    first turns the file away, and no directive of ours is there to drop."""
+    return not could_match(
+        text.encode("utf-8", "surrogatepass")
+    ) and not may_hold_own_directive(text)
+
+
+def _plan_homes(fixed, options: Options):
+    """``helper_homes.plan_homes``, imported only when a file was rewritten or
+    reported elsewhere (nothing else can need a definition)."""
+    if not fixed:
+        return [], {}, []
+    from lint_plugin.fix.helper_homes import plan_homes
+
+    return plan_homes(fixed, options)
 
 
 def _outside(path: str, roots: Sequence[str] | None) -> str | None:
@@ -327,6 +369,8 @@ def restore_line_endings(original: str, normalized: str, new: str) -> str:
         return new
     if len(styles) == 1:
         return new.replace("\n", styles.pop())
+    from lint_plugin.fix.diff import opcodes
+
     endings = [m.group() for m in _ENDING.finditer(original)]
     old_lines = normalized.split("\n")
     new_lines = new.split("\n")

@@ -28,7 +28,7 @@ from lint_plugin.engine.settings import Settings, resolve_module
 from lint_plugin.engine.source import normalised
 from lint_plugin.fix.definitions import DEFINITIONS, ORDER, prove_definition
 from lint_plugin.fix.edits import header_last_row, iter_statements
-from lint_plugin.fix.gate.verify import parse_module
+from lint_plugin.fix.parsing import parse_module
 
 _NAMES = frozenset({*HELPER_SLOTS, GUARD})
 

@@ -10,7 +10,6 @@ import ast
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.engine.settings import (
     DEFAULT_GUARD_MODULE,
-    DEFAULT_HELPERS_MODULE,
     Settings,
 )
 from lint_plugin.engine.source import one_line
@@ -34,9 +32,11 @@ from lint_plugin.fix.edits import (
     statement_rows,
 )
 from lint_plugin.fix.gate.oracle import equivalent
-from lint_plugin.fix.gate.verify import NotEqual, parse_module, verify
+from lint_plugin.fix.gate.verify import NotEqual, verify
 from lint_plugin.fix.imports.by_text import add_import
 from lint_plugin.fix.names import ModuleNames
+from lint_plugin.fix.options import Options
+from lint_plugin.fix.parsing import parse_module
 from lint_plugin.fix.spelling import Site, Spelling, Unspellable, plan
 from lint_plugin.linter import lint_source
 from lint_plugin.noqa.directives import apply_noqa
@@ -44,26 +44,6 @@ from lint_plugin.noqa.directives import apply_noqa
 
 class RewriteRefused(Exception):
     """A rewrite could not be shown equal to the original: nothing is written."""
-
-
-@dataclass(frozen=True)
-class Options:
-    unsafe_fixes: bool = False
-    helpers_module: str = DEFAULT_HELPERS_MODULE
-    # Where KVI006's inserted guard is imported from; None: from the tree (where
-    # it defines the guard, or where the file imports it from), else the default.
-    guard_module: str | None = None
-    opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
-    wrap: bool = True  # format rewritten statements to the line length
-    # Selection (--select/--ignore); noqa directives are always honoured.
-    selected: Callable[[Finding], bool] = lambda finding: True
-
-    @property
-    def settings(self) -> Settings:
-        """The engine's settings for this run (every pass of fix uses them)."""
-        return Settings(
-            self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE, self.opt_in
-        )
 
 
 @dataclass

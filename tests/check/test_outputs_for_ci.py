@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lint_plugin.cli import main
-from lint_plugin.fix.rewrite import DEFAULT_HELPERS_MODULE
+from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE
 from lint_plugin.output.complete_fixes import HELPERS_MODULE
 
 BACKEND = '''\

@@ -197,3 +197,60 @@ def test_a_used_directive_for_an_opt_in_rule_is_kept(tmp_path, capsys, flags):
     assert path.read_bytes() == before
     assert main(["check", "--no-config", "--extend-select", "KVI006", str(path)]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"import os\n\n\ndef f(x):\n    return os.path.join(x, 'a')\n",
+        b"def f(:\n    return 1\n",  # no rule can match it, and it does not parse
+        b"x = (" * 2000 + b")" * 2000 + b"\n",  # nested too deeply to parse
+        b"x = 1  # noqa: KVI001\n",  # a directive of ours: the rewriter decides
+        b"x = 1  # NoQA: kvi002, E501\n",
+        b"# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n",
+        b"\xef\xbb\xbfx = 1\r\ny = 2\r\n",
+    ],
+)
+def test_files_no_rule_can_match_are_fixed_as_the_rewriter_would(
+    tmp_path: Path, capsys, text: bytes
+) -> None:
+    """``fix`` turns away a file that no rule can match and that holds no
+    directive of ours without its rewriter: what it writes and says for it is
+    what the rewriter's own path (``fix_file``) writes and says."""
+    from lint_plugin.findings import FileError
+    from lint_plugin.fix.command import fix_file, read_for_fix
+    from lint_plugin.fix.options import Options
+
+    path = write(tmp_path / "a.py", text)
+    expected = fix_file(str(path), Options(), write=False)
+    status = main(["fix", "--no-config", str(path)])
+    err = capsys.readouterr().err
+    if isinstance(expected, FileError):
+        assert status == 1
+        assert err.splitlines()[0] == str(expected)
+        assert path.read_bytes() == text
+    else:
+        before, after, _ = expected
+        assert status == 0
+        assert read_for_fix(str(path))[1] == after
+        if after == before:
+            assert path.read_bytes() == text  # byte for byte
+
+
+def test_a_run_over_files_no_rule_can_match_imports_no_rewriter(tmp_path) -> None:
+    """The commit a pre-commit hook sees most touches no backend: ``fix`` reads
+    and parses its files, and imports neither the rewriter nor the engine."""
+    from import_probe import imported_by
+
+    write(tmp_path / "a.py", b"import os\n")
+    write(tmp_path / "b.py", b"x = 1  # noqa: E501\n")
+    body = (
+        "from lint_plugin.cli import main\n_result = main(['fix', '--no-config', '.'])"
+    )
+    watched = ("lint_plugin.fix.rewrite", "lint_plugin.linter", "dataclasses")
+    assert imported_by(body, watched, cwd=tmp_path) == ([], "0")
+    write(tmp_path / "c.py", SITE.encode())
+    found, status = imported_by(body, watched, cwd=tmp_path)
+    assert status == "0" and {"lint_plugin.fix.rewrite", "lint_plugin.linter"} <= set(
+        found
+    )

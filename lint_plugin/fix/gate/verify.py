@@ -19,34 +19,14 @@ from __future__ import annotations
 
 import ast
 import copy
-import warnings
 
-from lint_plugin.fix.collection import keep_out_of_sight, paused
 from lint_plugin.fix.gate.poly import HELPER_FORMULAS, Canonicalizer
 from lint_plugin.fix.names import ModuleNames
+from lint_plugin.fix.parsing import parse_module
 
 
 class NotEqual(Exception):
     """The text to be written is not provably the original program."""
-
-
-def parse_module(text: str, what: str | None = None) -> ast.Module:
-    """``ast`` tree of a whole file; every failure is a one-line SyntaxError
-    (``what`` names the text when it is not the file itself)."""
-    prefix = f"{what} does not parse: " if what else ""
-    try:
-        with warnings.catch_warnings(), paused():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-        keep_out_of_sight()
-        return tree
-    except SyntaxError as exc:
-        from lint_plugin.engine.source import syntax_error_position
-
-        row, column = syntax_error_position(exc, text)
-        raise SyntaxError(f"{prefix}{row}:{column}: SyntaxError: {exc.msg}") from None
-    except (RecursionError, MemoryError):
-        raise SyntaxError(f"{prefix}nested too deeply to parse") from None
 
 
 def verify(
