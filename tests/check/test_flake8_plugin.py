@@ -264,3 +264,34 @@ def test_the_engine_is_imported_by_the_first_file_that_can_match(
     found, count = imported_by(body, watched, cwd=tmp_path)
     assert found == imported
     assert (count == "0") == (not imported)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Python reads the fullwidth name as `topk` (NFKC); the row's other
+        # words are ASCII, so a row filter alone would let it through.
+        "n = seq_lens_sum * self.\uff54\uff4f\uff50\uff4b + bs * (i + 1)\n",
+        "n = seq_lens_sum * self.\uff54\uff4f\uff50\uff4b + bs * (i + 1)  # noqa: KVI001\n",
+    ],
+)
+def test_flake8_and_check_agree_on_names_python_folds(
+    line: str, tmp_path: Path, capsys
+) -> None:
+    """Both front ends read words as written, so they agree on a name spelled
+    with characters Python folds to ASCII (the README says neither matches it)."""
+    from lint_plugin.cli import main
+
+    path = tmp_path / "nfkc.py"
+    path.write_text(line, encoding="utf-8")
+    main(["check", "--no-config", "--output-format", "concise", str(path)])
+    out = capsys.readouterr().out
+    checked = {
+        (int(row), int(column), rest.split()[0])
+        for row, column, rest in (
+            line.split(":", 3)[1:]
+            for line in out.splitlines()
+            if line.startswith(str(path))
+        )
+    }
+    assert set(flake8(path)) == checked
