@@ -307,9 +307,9 @@ def _fix_one(
         return FileError(
             path, f"left unchanged: the rewrite cannot be written as {encoding}: {exc}"
         )
-    try:
-        from dataclasses import replace
+    from dataclasses import replace
 
+    try:
         tree = check_written(text, replace(rewrite, text=written), options)
     except RewriteRefused as exc:
         return FileError(path, f"left unchanged: {exc}")
