@@ -75,14 +75,9 @@ def check_file(
     before selection (what the file holds whatever is selected)."""
     try:
         if notes is not None:
-            from lint_plugin import linter
-
-            found: list[Finding] = []
-            findings = linter.lint_source(
-                data, path, settings, notes=found, syntax_check=syntax_check
+            findings = _engine_notes(
+                data, path, selection, settings, notes, syntax_check, candidate
             )
-            codes = selection.codes_for(path)
-            notes += [n for n in found if n.code in codes]
         else:
             findings = _engine_findings(
                 data, path, settings, cache, syntax_check, cache_key, candidate
@@ -103,6 +98,34 @@ def check_file(
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
     return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
+
+
+def _engine_notes(
+    data: bytes,
+    path: str,
+    selection: Selection,
+    settings: Settings,
+    notes: list[Finding],
+    syntax_check: SyntaxCheck | None,
+    candidate: bool | None,
+) -> list[Finding]:
+    """The engine's findings, its notes of the selected rules added to
+    ``notes`` (never cached). A file the byte test turns away has neither, and
+    the engine is not imported for it."""
+    if candidate is None:
+        candidate = could_match(data)
+    if not candidate:
+        decode(data)  # what the engine does first: not UTF-8 is an error
+        return []
+    from lint_plugin import linter
+
+    found: list[Finding] = []
+    findings = linter.lint_source(
+        data, path, settings, notes=found, syntax_check=syntax_check
+    )
+    codes = selection.codes_for(path)
+    notes += [n for n in found if n.code in codes]
+    return findings
 
 
 def encoding_error(error: SourceError, path: str) -> Finding:

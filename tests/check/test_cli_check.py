@@ -656,11 +656,12 @@ def test_entry_point_and_lazy_imports(tmp_path):
     assert json.loads(command.stdout)[0]["code"] == "KVI001"
 
 
-@pytest.mark.parametrize("cache", ["--no-cache", "--cache-dir=cache"])
+@pytest.mark.parametrize("cache", ["--no-cache", "--cache-dir=cache", "--statistics"])
 def test_files_no_rule_can_match_never_import_the_engine(tmp_path, cache):
     """A commit that touches no backend: the byte test dismisses its files, and
-    neither the engine nor the rules are imported, with the cache or without.
-    A file that can match imports them (the probe sees imports)."""
+    neither the engine nor the rules are imported, with the cache or without,
+    or for --statistics (the engine's notes, never cached). A file that can
+    match imports them (the probe sees imports)."""
     write(tmp_path / "a.py", "x = 1\n")
     write(tmp_path / "b.py", REAL_KVI001)
     engine = ("lint_plugin.linter", "lint_plugin.rules")
