@@ -74,7 +74,7 @@ class KviChecker:
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         text = "".join(self.lines)
         findings = []
-        if could_match(text.encode("utf-8", "surrogatepass")):
+        if could_match(text):
             findings = self._findings(text)
         if not self.disable_noqa and (findings or may_hold_own_directive(text)):
             findings = review(findings, text, self.filename)

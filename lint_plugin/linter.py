@@ -57,10 +57,7 @@ def lint_source(
     ``syntax.error_of``, here; ``check`` passes one answered ahead, on another
     core: ``syntax.AheadCheck``).
     """
-    if isinstance(data, str):
-        text, data = data, data.encode("utf-8", "surrogatepass")
-    else:
-        text = decode(data)
+    text = data if isinstance(data, str) else decode(data)
     if not could_match(data):
         return []
     # Python ends lines at CRLF and at a lone CR: so do the rows here.

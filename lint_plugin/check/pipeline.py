@@ -74,13 +74,21 @@ def check_file(
     answer, when the caller has asked it; ``reviewed`` receives the findings
     before selection (what the file holds whatever is selected)."""
     try:
-        if notes is not None:
+        if candidate is None:
+            # A key given is a candidate's: the caller asked the byte test already.
+            candidate = cache_key is not None or could_match(data)
+        if not candidate:
+            # A file no rule can match is dismissed here, cached or not, so a run
+            # over such files never imports the engine.
+            decode(data)  # what the engine does first: not UTF-8 is an error
+            findings = []  # and then, for such a file, nothing else
+        elif notes is not None:
             findings = _engine_notes(
-                data, path, selection, settings, notes, syntax_check, candidate
+                data, path, selection, settings, notes, syntax_check
             )
         else:
             findings = _engine_findings(
-                data, path, settings, cache, syntax_check, cache_key, candidate
+                data, path, settings, cache, syntax_check, cache_key
             )
     except SourceError as error:
         findings = [encoding_error(error, path)]
@@ -107,16 +115,9 @@ def _engine_notes(
     settings: Settings,
     notes: list[Finding],
     syntax_check: SyntaxCheck | None,
-    candidate: bool | None,
 ) -> list[Finding]:
     """The engine's findings, its notes of the selected rules added to
-    ``notes`` (never cached). A file the byte test turns away has neither, and
-    the engine is not imported for it."""
-    if candidate is None:
-        candidate = could_match(data)
-    if not candidate:
-        decode(data)  # what the engine does first: not UTF-8 is an error
-        return []
+    ``notes`` (never cached)."""
     from lint_plugin import linter
 
     found: list[Finding] = []
@@ -148,18 +149,10 @@ def _engine_findings(
     cache: Cache | None,
     syntax_check: SyntaxCheck | None = None,
     key: str | None = None,
-    candidate: bool | None = None,
 ) -> list[Finding]:
-    """The engine's findings, from the cache when it has this file's answer.
-    Only files that could match are cached: the others cost one byte search and
-    are dismissed here, cache or not, so a run answered from the cache, or over
-    files no rule can match, never imports the engine."""
-    if candidate is None:
-        # A key given is a candidate's: the caller asked the byte test already.
-        candidate = key is not None or could_match(data)
-    if not candidate:
-        decode(data)  # what the engine does first: not UTF-8 is an error
-        return []  # and then, for such a file, nothing else
+    """The engine's findings for a file the byte test let through, from the
+    cache when it has this file's answer (only such files are cached), so a
+    run answered from the cache never imports the engine."""
     if cache is not None:
         key = key or cache.key(path, data)
         stored = cache.get(key, path)

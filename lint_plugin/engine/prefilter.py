@@ -20,13 +20,16 @@ class SourceError(ValueError):
         self.column = column
 
 
-def could_match(data: bytes) -> bool:
-    """Could any rule find anything here? Each rule declares the words it needs
+def could_match(data: bytes | str) -> bool:
+    """Could any rule find anything here (a file's bytes, or its text as
+    decoded, which is read as its UTF-8)? Each rule declares the words it needs
     (:mod:`lint_plugin.engine.vocabulary`): a helper's or the kernel's name, the
     guard's (KVI007: its import), or a topk beside a second role (seq_lens_sum
     for KVI001, a context size for KVI002 and KVI003); in the whole 0.5.23
     package 634 files name a topk and about 115 also a second role, 5 name the
     guard (4 of them a topk too)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
     return vocabulary.could_match(data)
 
 

@@ -323,9 +323,7 @@ def _fix_one(
 def _inert(text: str) -> bool:
     """Nothing to rewrite, whatever the options: the byte test the engine runs
     first turns the file away, and no directive of ours is there to drop."""
-    return not could_match(
-        text.encode("utf-8", "surrogatepass")
-    ) and not may_hold_own_directive(text)
+    return not could_match(text) and not may_hold_own_directive(text)
 
 
 def _plan_homes(fixed, options: Options):
