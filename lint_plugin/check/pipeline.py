@@ -353,7 +353,9 @@ def _check_serially(
             candidate, reviewed = candidates.get(index), None
             if states is not None:  # a cache's run: the byte test decides
                 if candidate is None:
-                    candidate = could_match(data)
+                    key, candidate = _candidate(cache, path, data)
+                    if key is not None:
+                        keys[index] = key
                 reviewed = []
             try:
                 findings = check_file(
@@ -420,19 +422,33 @@ def _ahead_check(
     receives the keys computed for that, by file index, for the lookup;
     ``candidates`` the byte test's answers)."""
     datas = [None if isinstance(data, FileError) else data for data in read]
-    # The byte test once per file (a search of the whole file): the keys and the
-    # ahead check both ask it. ``read`` keeps every data alive, so ids are unique.
-    candidate = {id(d): could_match(d) for d in datas if d is not None}
-    if candidates is not None:
-        for index, data in enumerate(datas):
-            if data is not None:
-                candidates[index] = candidate[id(data)]
-    if cache is not None:
-        for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
-            if data is not None and candidate[id(data)]:
-                keys[index] = cache.key(path, data)
-                if cache.has(keys[index]):
-                    datas[index] = None
+    # Each file's answer once (the keys and the ahead check both ask it).
+    # ``read`` keeps every data alive, so ids are unique.
+    candidate: dict[int, bool] = {}
+    for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
+        if data is None:
+            continue
+        key, candidate[id(data)] = _candidate(cache, path, data)
+        if candidates is not None:
+            candidates[index] = candidate[id(data)]
+        if key is not None:
+            keys[index] = key
+            if cache.has(key):
+                datas[index] = None
     from lint_plugin.engine.syntax import AheadCheck
 
     return AheadCheck(datas, paths, lambda data: candidate[id(data)])
+
+
+def _candidate(cache: Cache | None, path: str, data: bytes) -> tuple[str | None, bool]:
+    """May a rule match ``data``? With its cache key when there is a cache (None
+    for a file that cannot match: only candidates have entries). Only a file the
+    byte test let through is ever stored, under this build's folder, so a
+    stored entry answers for it: a warm run over files it knows asks no byte
+    test, nor reads the rules' declarations the test is built from."""
+    if cache is None:
+        return None, could_match(data)
+    key = cache.key(path, data)
+    if cache.has(key) or could_match(data):
+        return key, True
+    return None, False

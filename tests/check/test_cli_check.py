@@ -7,6 +7,7 @@ findings); the ones marked "real engine" run ``lint_plugin.engine.scan`` as ship
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -668,6 +669,38 @@ def test_files_no_rule_can_match_never_import_the_engine(tmp_path, cache):
     for name, imported, status in (("a.py", [], "0"), ("b.py", list(engine), "1")):
         body = f"from lint_plugin.cli import main\n_result = main(['check', {cache!r}, {name!r}])"
         assert imported_by(body, engine, cwd=tmp_path) == (imported, status)
+
+
+@pytest.mark.parametrize("files", [["b.py"], ["a.py", "b.py"], ["b.py", "c.py"]])
+def test_a_warm_run_over_files_it_knows_asks_no_byte_test(tmp_path, files):
+    """Only a file the byte test let through is ever stored, so a stored entry
+    answers for it: a warm run over files the cache knows neither runs the byte
+    test nor builds the plan it needs (the rules' declarations, read from their
+    text). A file the cache does not know is asked, and answered as before."""
+    write(tmp_path / "a.py", "x = 1\n")
+    write(tmp_path / "b.py", REAL_KVI001)
+    write(tmp_path / "c.py", "y = seq_lens_sum * self.topk\n")  # a candidate
+    body = (
+        "import contextlib, io, os\n"
+        "os.environ.pop('DRAFT_KV_LINT_NO_CACHE', None)\n"
+        "from lint_plugin.cli import main\n"
+        "from lint_plugin.engine import vocabulary\n"
+        "runs = []\n"
+        f"for names in (['b.py'], {files!r}):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        code = main(['check', '--no-config', '--cache-dir=cache', *names])\n"
+        "    runs.append((code, out.getvalue(), vocabulary._plan.cache_info().misses))\n"
+        "    vocabulary._plan.cache_clear()\n"
+        "_result = runs"
+    )
+    _, result = imported_by(body, (), cwd=tmp_path)
+    (first, second) = ast.literal_eval(result)
+    assert first[0] == 1 and "KVI001" in first[1] and first[2] == 1  # cold: asked
+    # Warm: b.py's findings as before; the plan is built only for a file the
+    # cache does not know (a.py, c.py).
+    assert second[0] == 1 and first[1].splitlines()[0] in second[1]
+    assert second[2] == (0 if files == ["b.py"] else 1)
 
 
 OTHER_COMMANDS = tuple(
