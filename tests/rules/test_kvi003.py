@@ -71,6 +71,16 @@ KVI003_CASES = [
         "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.max_context_len))",
         ["KVI002"],
     ),
+    # A role named as the attribute of what is not a dotted name: reported,
+    # spelled as the source has it (it crashed the message's rendering).
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * self.attn_backends[0].max_context_len))",
+        ["KVI003"],
+    ),
+    (
+        "torch.zeros((self.speculative_num_steps, max_bs * get_config().max_context_len))",
+        ["KVI003"],
+    ),
     ("torch.zeros((self.speculative_num_steps, width))", []),
     (
         "torch.zeros((self.speculative_num_steps, max_bs * self.topk * self.sliding_window_size))",

@@ -345,7 +345,10 @@ class Analysis(CallValues):
                 return [Alt(sy.role_symbol(role, text))]
             return self._self_attribute(node, frame, stmt, role, text)
         if role is not None:
-            return [Alt(sy.role_symbol(role, text))]
+            # `self.backends[0].max_context_len`: a role whatever it is an
+            # attribute of, spelled as the source has it (not a dotted name).
+            label = text or one_line(scope.source.segment(node))
+            return [Alt(sy.role_symbol(role, label))]
         if node.attr not in MEMBERS and not isinstance(owner, ast.Name):
             # Only a module's, a tensor's or a class's members are worth the
             # owner's value; anything else of a dotted name is a named
