@@ -140,8 +140,11 @@ In a multi-step draft attention backend, finds a torch allocation of a per-step
 A draft backend is known by what it does: the class keeps a topk (`self.topk`)
 and either keeps a draft step count (`self.speculative_num_steps`), launches the
 draft index kernel (`generate_draft_decode_kv_indices[...]`) or is named like
-`...MultiStepDraftBackend`. A class keeping no topk writes one branch per request,
-so its `max_bs * max_context_len` row is right, and it is never a finding.
+`...MultiStepDraftBackend`. A class so named also keeps the topk its bases
+keep, for bases defined in the same file (and their bases in turn); a base
+imported from another module is not read. A class keeping no topk writes one
+branch per request, so its `max_bs * max_context_len` row is right, and it is
+never a finding.
 
 A row is judged by its value on every path, which is the bug's own definition:
 it is *sized* on a path when it is at least `num_seqs * topk * context` for all

@@ -111,6 +111,27 @@ def role_attributes(text: str) -> set[str]:
     return found
 
 
+def inherited_role_attributes(node: ast.ClassDef, module) -> set[str]:
+    """The topk and step-count attributes that the classes ``node`` names as
+    its bases keep, for bases defined at the top of the file (``module``, a
+    ``ModuleScope``), and their bases in turn: every class of that name, as a
+    class statement may be run again."""
+    found: set[str] = set()
+    pending = [base.id for base in node.bases if isinstance(base, ast.Name)]
+    seen = {node.name}
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for statement in module.statements(name):
+            block = module.block(statement)
+            if isinstance(block, ast.ClassDef) and block.name == name:
+                found |= role_attributes(module.source.segment(block))
+                pending += [b.id for b in block.bases if isinstance(b, ast.Name)]
+    return found
+
+
 def may_be_draft_backend(class_text: str, attributes: set[str] | None = None) -> bool:
     """``attributes``: the text's ``role_attributes``, when the caller has them."""
     if not any(word in class_text for word in _TOPK_WORDS):

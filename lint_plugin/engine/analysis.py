@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
     allocator_aliases,
+    inherited_role_attributes,
     is_allocation,
     is_draft_backend_class,
     may_be_draft_backend,
@@ -353,9 +354,14 @@ class Walker:
         self.facts.classes.append(facts)
         text = self.source.segment(node)
         attributes = role_attributes(text)
-        if not (
-            is_draft_backend_class(node.name) or may_be_draft_backend(text, attributes)
-        ):
+        named = is_draft_backend_class(node.name)
+        if named and not any(role_of_name(a) is Role.TOPK for a in attributes):
+            # `class PatchedMultiStepDraftBackend(TritonMultiStepDraftBackend)`
+            # keeps the topk its base keeps (``super().__init__(..., topk, ...)``).
+            # By its name only: such a class is read whole by every path, so the
+            # fast paths lose nothing.
+            attributes |= inherited_role_attributes(node, self.module)
+        if not (named or may_be_draft_backend(text, attributes)):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)
         rows = vocabulary.fact_rows(text, self.allocator_aliases, node.lineno)

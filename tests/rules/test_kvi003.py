@@ -146,3 +146,61 @@ def test_a_query_offset_buffer_is_named_as_one() -> None:
     assert other_buffer_of("self.qo_indptr") == "qo_indptr"
     assert other_buffer_of("self.kv_indptr") == "kv_indptr"
     assert other_buffer_of("self.cuda_graph_kv_indices") is None
+
+
+_BASE = (
+    "import torch\n\n\nclass TritonMultiStepDraftBackend:\n"
+    "    def __init__(self, model_runner, topk, speculative_num_steps):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+)
+_NO_TOPK_BASE = _BASE.replace("self.topk = topk", "self.k = topk")
+_UNSIZED_ROWS = (
+    "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+    "        self.cuda_graph_kv_indices = torch.zeros(\n"
+    "            (self.speculative_num_steps, max_bs * self.max_context_len)\n"
+    "        )\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # A multi-step draft backend keeps the topk its base of the file keeps.
+        (
+            f"{_BASE}\n\nclass PatchedMultiStepDraftBackend(TritonMultiStepDraftBackend):\n"
+            + _UNSIZED_ROWS,
+            ["KVI003"],
+        ),
+        # And its base's base's.
+        (
+            f"{_BASE}\n\nclass Middle(TritonMultiStepDraftBackend):\n    pass\n\n\n"
+            "class PatchedMultiStepDraftBackend(Middle):\n" + _UNSIZED_ROWS,
+            ["KVI003"],
+        ),
+        # A base that keeps no topk: one branch per request, the row is right.
+        (
+            f"{_NO_TOPK_BASE}\n\nclass PatchedMultiStepDraftBackend(TritonMultiStepDraftBackend):\n"
+            + _UNSIZED_ROWS,
+            [],
+        ),
+        # A base of another module is not read (the limit the README states).
+        (
+            "import torch\nfrom sglang.x import TritonMultiStepDraftBackend\n\n\n"
+            "class PatchedMultiStepDraftBackend(TritonMultiStepDraftBackend):\n"
+            + _UNSIZED_ROWS,
+            [],
+        ),
+        # Not named as a draft backend: known only by what it keeps itself.
+        (
+            f"{_BASE}\n\nclass Patched(TritonMultiStepDraftBackend):\n" + _UNSIZED_ROWS,
+            [],
+        ),
+    ],
+    ids=["base", "base-of-base", "base-keeps-no-topk", "other-module", "not-named"],
+)
+def test_a_draft_backend_keeps_the_topk_of_its_bases_in_the_file(
+    source: str, expected: list[str]
+) -> None:
+    assert codes(source) == expected
+    assert full_walk_codes(source) == expected
