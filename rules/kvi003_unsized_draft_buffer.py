@@ -113,10 +113,15 @@ class FooMultiStepDraftBackend:
 """
 
 # A topk beside a draft step count (or the kernel, or a multi-step class name)
-# and any context size (every context-sized role), or the width helper; only in a
+# and any context size (every context-sized role), or a multi-step class name
+# and a context size (its topk may be a base's), or the width helper; only in a
 # class read whole, from its allocation calls.
 NEEDS = Needs(
-    (((Role.TOPK,), DRAFT_CLASS, CONTEXT), ((BUFFER_WIDTH,),)),
+    (
+        ((Role.TOPK,), DRAFT_CLASS, CONTEXT),
+        (("MultiStep",), CONTEXT),
+        ((BUFFER_WIDTH,),),
+    ),
     where="class",
     facts=ALLOCATOR_WORDS,
 )
@@ -141,10 +146,13 @@ A draft backend is known by what it does: the class keeps a topk (`self.topk`)
 and either keeps a draft step count (`self.speculative_num_steps`), launches the
 draft index kernel (`generate_draft_decode_kv_indices[...]`) or is named like
 `...MultiStepDraftBackend`. A class so named also keeps the topk its bases
-keep, for bases defined in the same file (and their bases in turn); a base
-imported from another module is not read. A class keeping no topk writes one
-branch per request, so its `max_bs * max_context_len` row is right, and it is
-never a finding.
+keep (SGLang's TRT-LLM draft backends pass theirs to FlashInfer's), and their
+bases in turn: a base defined in the file, or imported by name from a module of
+the same source tree (found as KVI007 finds one; `check`'s cache then depends
+on that module too). A base outside the tree, or named through a module
+(`mod.Base`), is not read. A class keeping no topk writes one branch per
+request, so its `max_bs * max_context_len` row is right, and it is never a
+finding.
 
 A row is judged by its value on every path, which is the bug's own definition:
 it is *sized* on a path when it is at least `num_seqs * topk * context` for all

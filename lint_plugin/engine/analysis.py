@@ -356,11 +356,11 @@ class Walker:
         attributes = role_attributes(text)
         named = is_draft_backend_class(node.name)
         if named and not any(role_of_name(a) is Role.TOPK for a in attributes):
-            # `class PatchedMultiStepDraftBackend(TritonMultiStepDraftBackend)`
+            # `class TRTLLMHAAttnMultiStepDraftBackend(FlashInferMultiStepDraftBackend)`
             # keeps the topk its base keeps (``super().__init__(..., topk, ...)``).
             # By its name only: such a class is read whole by every path, so the
             # fast paths lose nothing.
-            attributes |= inherited_role_attributes(node, self.module)
+            attributes |= inherited_role_attributes(node, self.module, self.path)
         if not (named or may_be_draft_backend(text, attributes)):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)

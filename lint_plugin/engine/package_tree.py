@@ -2,7 +2,8 @@
 
 KVI007 and ``fix`` ask one question of another file: does the module a file
 imports a helper (or the guard) from live in the same source tree, and does it
-define that name? The module is looked for as Python would import it with the
+define that name? KVI003 asks what a base class imported from the tree keeps
+(:func:`module_text`). The module is looked for as Python would import it with the
 tree's source root on ``sys.path``: the root is the parent of an ancestor folder
 that is a regular package (has an ``__init__.py``), tried from the topmost one
 down, since SGLang's own folders below ``sglang/`` are namespace packages
@@ -149,6 +150,21 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
             if _exists(candidate):
                 return Home(written, candidate, shown_path(candidate, importer), base)
     return None
+
+
+def module_text(path: str) -> str | None:
+    """The text of the module at ``path`` (read and logged as every file
+    consulted is), or None when it cannot be read or decoded."""
+    from lint_plugin.engine.prefilter import SourceError, decode
+
+    data = _read(path)
+    _note(path, MISSING if data is None else _digest(data))
+    if data is None:
+        return None
+    try:
+        return decode(data)
+    except SourceError:
+        return None
 
 
 def shown_path(target: str, importer: str) -> str:

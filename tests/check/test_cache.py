@@ -132,6 +132,35 @@ def test_a_changed_file_is_checked_again(tmp_path, run) -> None:
     assert again.codes == [] and again.status == 0
 
 
+def test_a_changed_base_class_module_is_read_again(tmp_path, run) -> None:
+    """A draft backend keeps the topk of a base imported from its tree (KVI003):
+    the entry depends on that module, so a base that stops keeping one ends
+    the finding on the next run, the subclass's bytes unchanged."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    base = package / "base.py"
+    base.write_text(
+        "class FooMultiStepDraftBackend:\n"
+        "    def __init__(self, topk):\n        self.topk = topk\n"
+    )
+    sub = package / "sub.py"
+    sub.write_text(
+        "import torch\nfrom pkg.base import FooMultiStepDraftBackend\n\n\n"
+        "class BarMultiStepDraftBackend(FooMultiStepDraftBackend):\n"
+        "    def init_cuda_graph_state(self, max_bs):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, max_bs * self.max_context_len)\n"
+        "        )\n"
+    )
+    folder = str(tmp_path / "c")
+    assert run("check", "--cache-dir", folder, str(sub)).codes == ["KVI003"]
+    assert run("check", "--cache-dir", folder, str(sub)).codes == ["KVI003"]
+    base.write_text(base.read_text().replace("self.topk", "self.k"))
+    again = run("check", "--cache-dir", folder, str(sub))
+    assert again.codes == [] and again.status == 0
+
+
 def test_other_settings_are_other_entries(tmp_path, run, monkeypatch) -> None:
     """The same bytes judged under another helpers module: KVI005 depends on it."""
     helpers = tmp_path / "mypkg" / "helpers.py"

@@ -204,3 +204,45 @@ def test_a_draft_backend_keeps_the_topk_of_its_bases_in_the_file(
 ) -> None:
     assert codes(source) == expected
     assert full_walk_codes(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("importing", "expected"),
+    [
+        ("from pkg.base import TritonMultiStepDraftBackend\n", ["KVI003"]),
+        ("from .base import TritonMultiStepDraftBackend\n", ["KVI003"]),
+        ("from .base import TritonMultiStepDraftBackend as Base\n", ["KVI003"]),
+        # Not in the tree: nothing is assumed of it.
+        ("from elsewhere.base import TritonMultiStepDraftBackend\n", []),
+        # Imported as a module: a dotted base is not read.
+        ("from pkg import base\n", []),
+    ],
+    ids=["absolute", "relative", "aliased", "outside-the-tree", "dotted"],
+)
+def test_a_draft_backend_keeps_the_topk_of_a_base_imported_from_its_tree(
+    tmp_path, importing: str, expected: list[str]
+) -> None:
+    """SGLang's TRT-LLM draft backends subclass FlashInfer's from another module
+    and keep no topk of their own: an unsized row in one is found."""
+    import ast
+
+    from rule_snippets import EVERY_RULE
+
+    from lint_plugin.engine.source import Source
+    from lint_plugin.linter import lint_tree
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text(_BASE)
+    base = "Base" if " as Base" in importing else "TritonMultiStepDraftBackend"
+    if importing.startswith("from pkg import base"):
+        base = "base.TritonMultiStepDraftBackend"
+    source = (
+        f"import torch\n{importing}\n\n"
+        f"class TRTLLMMultiStepDraftBackend({base}):\n" + _UNSIZED_ROWS
+    )
+    path = str(package / "sub.py")
+    assert codes(source, path) == expected
+    whole = lint_tree(ast.parse(source), Source(source), path, None, EVERY_RULE)
+    assert [f.code for f in whole] == expected

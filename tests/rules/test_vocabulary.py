@@ -46,8 +46,8 @@ def test_the_rules_declare_what_the_prefilters_are_built_from() -> None:
 
 
 def test_kvi003_sizes_rows_by_every_context_sized_role() -> None:
-    (context_clause, _) = NEEDS["KVI003"].clauses
-    assert set(context_clause[-1]) == CONTEXT_ROLES
+    (topk_clause, named_clause, _) = NEEDS["KVI003"].clauses
+    assert set(topk_clause[-1]) == set(named_clause[-1]) == CONTEXT_ROLES
     assert {Role.MAX_CONTEXT_LEN, Role.WINDOW} <= CONTEXT_ROLES
 
 
