@@ -339,18 +339,19 @@ def _split_steps_term(expr: Product) -> tuple[Arg, Expr] | None:
 
 
 def _is_steps(expr: Expr) -> bool:
-    """``num_steps``-like names, or a loop index plus one (``i + 1``)."""
+    """``num_steps``-like names, or a loop index plus one (``i + 1``, ``1 + i``)."""
     if isinstance(expr, Leaf):
         return expr.role is Role.NUM_STEPS
     if isinstance(expr, Sum) and len(expr.terms) == 2:
-        index, one = expr.terms
-        return (
-            not index.negative
-            and not one.negative
-            and isinstance(index.expr, Leaf)
-            and index.expr.name is not None
-            and isinstance(one.expr, Leaf)
-            and one.expr.value == 1
+        first, second = expr.terms
+        if first.negative or second.negative:
+            return False
+        return any(
+            isinstance(index, Leaf)
+            and index.name is not None
+            and isinstance(one, Leaf)
+            and one.value == 1
+            for index, one in ((first.expr, second.expr), (second.expr, first.expr))
         )
     return False
 

@@ -21,6 +21,12 @@ from lint_plugin.linter import lint_source
             "n = (i + 1) * bs + self.topk * seq_lens_sum\n", ["KVI001"], id="commuted"
         ),
         pytest.param(
+            "n = seq_lens_sum * self.topk + bs * (1 + i)\n", ["KVI001"], id="one-plus-i"
+        ),
+        pytest.param(
+            "n = seq_lens_sum * self.topk + bs * (1 - i)\n", [], id="one-minus-i"
+        ),
+        pytest.param(
             "n = ((seq_lens_sum * (self.topk))) + ((bs) * (i + 1))\n",
             ["KVI001"],
             id="parens",
