@@ -246,3 +246,56 @@ def test_a_draft_backend_keeps_the_topk_of_a_base_imported_from_its_tree(
     assert codes(source, path) == expected
     whole = lint_tree(ast.parse(source), Source(source), path, None, EVERY_RULE)
     assert [f.code for f in whole] == expected
+
+
+_METHOD_WIDTH = (
+    "import torch\n\n\nclass FooMultiStepDraftBackend:\n"
+    "    def __init__(self, topk, speculative_num_steps, max_context_len):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+    "        self.max_context_len = max_context_len\n\n"
+    "    {decorator}\n"
+    "    def _w({params}):\n"
+    "        return {width}\n\n"
+    "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+    "        kv_indices_width = self._w({args})\n"
+    "        self.cuda_graph_kv_indices = torch.zeros(\n"
+    "            (self.speculative_num_steps, kv_indices_width), dtype=torch.int32\n"
+    "        )\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("decorator", "params", "width", "args", "expected"),
+    [
+        ("@staticmethod", "n, c", "n * c", "max_bs, self.max_context_len", ["KVI003"]),
+        (
+            "@staticmethod",
+            "n, k, c",
+            "n * k * c",
+            "max_bs, self.topk, self.max_context_len",
+            [],
+        ),
+        (
+            "@classmethod",
+            "cls, n, c",
+            "n * c",
+            "max_bs, self.max_context_len",
+            ["KVI003"],
+        ),
+        ("", "self, n, c", "n * c", "max_bs, self.max_context_len", ["KVI003"]),
+    ],
+    ids=["static-unsized", "static-sized", "classmethod", "method"],
+)
+def test_a_width_returned_by_a_method_called_through_self(
+    decorator: str, params: str, width: str, args: str, expected: list[str]
+) -> None:
+    """A ``@staticmethod`` binds no instance: its arguments are its parameters."""
+    source = _METHOD_WIDTH.format(
+        decorator=decorator or "# a plain method",
+        params=params,
+        width=width,
+        args=args,
+    )
+    assert codes(source) == expected
+    assert full_walk_codes(source) == expected

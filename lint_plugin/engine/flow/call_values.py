@@ -173,8 +173,8 @@ class CallValues:
             scope = self._function_scope(function, where)
         args = function.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-        if method:
-            positional = positional[1:]
+        if method and not _is_static(function):
+            positional = positional[1:]  # the instance (or class) it is bound to
         if (
             args.vararg
             or args.kwarg
@@ -248,3 +248,11 @@ class CallValues:
                 Alt(sy.opaque_symbol(f"{function.name}(...)", str(next(SERIAL))))
             )
         return found
+
+
+def _is_static(function) -> bool:
+    """A ``@staticmethod``: called through an instance, it binds nothing."""
+    return any(
+        isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
+        for decorator in function.decorator_list
+    )
