@@ -353,7 +353,7 @@ def _check_serially(
             candidate, reviewed = candidates.get(index), None
             if states is not None:  # a cache's run: the byte test decides
                 if candidate is None:
-                    key, candidate = _candidate(cache, path, data)
+                    key, candidate, _ = _candidate(cache, path, data)
                     if key is not None:
                         keys[index] = key
                 reviewed = []
@@ -428,27 +428,32 @@ def _ahead_check(
     for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
         if data is None:
             continue
-        key, candidate[id(data)] = _candidate(cache, path, data)
+        key, candidate[id(data)], stored = _candidate(cache, path, data)
         if candidates is not None:
             candidates[index] = candidate[id(data)]
         if key is not None:
             keys[index] = key
-            if cache.has(key):
-                datas[index] = None
+        if stored:  # the cache answers: no syntax check ahead
+            datas[index] = None
     from lint_plugin.engine.syntax import AheadCheck
 
     return AheadCheck(datas, paths, lambda data: candidate[id(data)])
 
 
-def _candidate(cache: Cache | None, path: str, data: bytes) -> tuple[str | None, bool]:
-    """May a rule match ``data``? With its cache key when there is a cache (None
-    for a file that cannot match: only candidates have entries). Only a file the
-    byte test let through is ever stored, under this build's folder, so a
-    stored entry answers for it: a warm run over files it knows asks no byte
-    test, nor reads the rules' declarations the test is built from."""
+def _candidate(
+    cache: Cache | None, path: str, data: bytes
+) -> tuple[str | None, bool, bool]:
+    """``(key, candidate, stored)``: may a rule match ``data``, with its cache
+    key when there is a cache (None for a file that cannot match: only
+    candidates have entries), and is an entry stored under that key? Only a
+    file the byte test let through is ever stored, under this build's folder,
+    so a stored entry answers for it: a warm run over files it knows asks no
+    byte test, nor reads the rules' declarations the test is built from."""
     if cache is None:
-        return None, could_match(data)
+        return None, could_match(data), False
     key = cache.key(path, data)
-    if cache.has(key) or could_match(data):
-        return key, True
-    return None, False
+    if cache.has(key):
+        return key, True, True
+    if could_match(data):
+        return key, True, False
+    return None, False, False

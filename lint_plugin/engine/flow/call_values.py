@@ -25,7 +25,7 @@ from lint_plugin.engine.flow.alternatives import (
     with_conds,
 )
 from lint_plugin.engine.flow.known_values import last_name
-from lint_plugin.engine.flow.scopes import REACH, ClassInfo, Scope
+from lint_plugin.engine.flow.scopes import REACH, ClassInfo, Scope, is_staticmethod
 from lint_plugin.engine.flow.symbolic import Expr, Op, Tup
 from lint_plugin.engine.formulas import HELPER_SLOTS
 
@@ -173,7 +173,7 @@ class CallValues:
             scope = self._function_scope(function, where)
         args = function.args
         positional = [a.arg for a in (*args.posonlyargs, *args.args)]
-        if method and not _is_static(function):
+        if method and not is_staticmethod(function):
             positional = positional[1:]  # the instance (or class) it is bound to
         if (
             args.vararg
@@ -248,11 +248,3 @@ class CallValues:
                 Alt(sy.opaque_symbol(f"{function.name}(...)", str(next(SERIAL))))
             )
         return found
-
-
-def _is_static(function) -> bool:
-    """A ``@staticmethod``: called through an instance, it binds nothing."""
-    return any(
-        isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
-        for decorator in function.decorator_list
-    )

@@ -441,12 +441,17 @@ def _at_row(body: Sequence[ast.stmt], row: int) -> list[ast.stmt]:
 def _self_name(function: ast.AST) -> str | None:
     args = function.args
     positional = [*args.posonlyargs, *args.args]
-    if not positional:
+    if not positional or is_staticmethod(function):
         return None
-    for decorator in function.decorator_list:
-        if isinstance(decorator, ast.Name) and decorator.id == "staticmethod":
-            return None
     return positional[0].arg
+
+
+def is_staticmethod(function: ast.AST) -> bool:
+    """A ``@staticmethod``: called through an instance, it binds nothing."""
+    return any(
+        isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
+        for decorator in function.decorator_list
+    )
 
 
 def _targets(stmt: ast.stmt) -> list[ast.AST]:
