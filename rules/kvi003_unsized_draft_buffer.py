@@ -34,6 +34,7 @@ from lint_plugin.engine.values import factors
 from lint_plugin.engine.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
 from lint_plugin.findings import Fix
 from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._width_reach import reaches_only
 
 _TEMPLATE = """\
 import torch
@@ -237,8 +238,12 @@ token count such as `max_num_tokens`, which already counts branches, the rewrite
 takes the function's sequence count (`max_bs`) instead, as upstream did, which
 keeps the size only while `max_num_tokens == max_bs * topk`. No fix is offered when
 the width is not `count * context` where it is made (a flat or 3-D buffer, a
-helper given a non-topk), when another path is unsized too or not judged, or
-when the function has no sequence count.
+helper given a non-topk), when another path is unsized too or not judged, when
+the function has no sequence count, or when the value made there reaches
+anything but the rows reported with it: another buffer sized from the same
+local, attribute or method, a test or a call given it, or a mention the walk
+cannot follow (`getattr(self, "w")`, a reference to the method), since the
+rewrite would change those too.
 """,
     valid=(
         Example(_TEMPLATE.format(width="max_bs * self.topk * self.max_context_len")),
@@ -459,7 +464,9 @@ when the function has no sequence count.
 def decide(facts: ModuleFacts, report: Reporter) -> None:
     """One finding per kv_indices allocation that can be unsized on a path; a
     note for each one not judged."""
-    for judgement in judgements(facts, report.analysis):
+    found = judgements(facts, report.analysis)
+    reported = _reported_sites(found, report.analysis)
+    for judgement in found:
         verdict = judgement.verdict
         if verdict == SIZED:
             continue
@@ -474,10 +481,26 @@ def decide(facts: ModuleFacts, report: Reporter) -> None:
                 f"draft kv_indices buffer width not judged: {reasons}",
             )
             continue
-        _report(judgement, facts, report)
+        _report(judgement, facts, report, reported)
 
 
-def _report(judgement: Judgement, facts, report: Reporter) -> None:
+def _reported_sites(found: list[Judgement], analysis) -> dict[int, set[int]]:
+    """The statements of the allocations reported with each site (by the id of
+    the node their width is made at): the fix there sizes them all."""
+    sites: dict[int, set[int]] = {}
+    for judgement in found:
+        if judgement.verdict in (SIZED, NOT_JUDGED):
+            continue
+        allocation = judgement.allocation
+        frame = analysis.frame_of(allocation.function)
+        statement = analysis.statement(frame, allocation.call)
+        for path in judgement.unsized:
+            if path.row.site is not None and statement is not None:
+                sites.setdefault(id(path.row.site[0]), set()).add(id(statement))
+    return sites
+
+
+def _report(judgement: Judgement, facts, report: Reporter, reported) -> None:
     path = judgement.unsized[0]
     row = path.row
     context = next(
@@ -497,15 +520,16 @@ def _report(judgement: Judgement, facts, report: Reporter) -> None:
     others_sized = all(p.verdict == SIZED for p in judgement.paths if p is not path)
     if row.written is not None and row.site is not None and others_sized:
         cls = next(c for c in facts.classes if judgement.allocation in c.allocations)
-        fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, report)
+        fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, report, reported)
     report.add("KVI003", report.span(row.shown), message, fix)
 
 
 def _unsafe_fix(
-    cls: ClassFacts, site, allocation, facts, report: Reporter
+    cls: ClassFacts, site, allocation, facts, report: Reporter, reported
 ) -> Fix | None:
     """``count * context`` where the width is made -> the helper with the
-    class's topk."""
+    class's topk; only where that value reaches nothing but the rows reported
+    with it (``reported``: see ``_reported_sites``)."""
     node, scope = site
     if scope.source is not report.source or cls.topk_attr is None:
         return None
@@ -526,6 +550,9 @@ def _unsafe_fix(
         Role.NUM_SEQS,
         Role.TOKENS,
     ):
+        return None
+    ends = reported.get(id(node), set())
+    if not reaches_only(site, ends, facts, analysis, analysis.module.source.text):
         return None
     count_text = report.source.segment(count)
     note = "the row grows by the topk factor"
