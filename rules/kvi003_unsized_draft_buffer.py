@@ -146,9 +146,10 @@ In a multi-step draft attention backend, finds a torch allocation of a per-step
 A draft backend is known by what it does: the class keeps a topk (`self.topk`)
 and either keeps a draft step count (`self.speculative_num_steps`), launches the
 draft index kernel (`generate_draft_decode_kv_indices[...]`) or is named like
-`...MultiStepDraftBackend`. A class so named also keeps the topk its bases
-keep (SGLang's TRT-LLM draft backends pass theirs to FlashInfer's), and their
-bases in turn: a base defined in the file, or imported by name from a module of
+`...MultiStepDraftBackend`. A class so named, or naming such a class as a base
+(`class EagleDraftRunner(TritonMultiStepDraftBackend)`), also keeps the topk its
+bases keep (SGLang's TRT-LLM draft backends pass theirs to FlashInfer's), and
+their bases in turn: a base defined in the file, or imported by name from a module of
 the same source tree (found as KVI007 finds one; `check`'s cache then depends
 on that module too). A base outside the tree, or named through a module
 (`mod.Base`), is not read. A class keeping no topk writes one branch per

@@ -70,6 +70,35 @@ def is_draft_backend_class(name: str) -> bool:
     return DRAFT_CLASS.fullmatch(name) is not None
 
 
+def named_draft_backend(node: ast.ClassDef) -> bool:
+    """Is the class named like a multi-step draft backend, or does it name one
+    as a base (``class EagleDraftRunner(TritonMultiStepDraftBackend)``)? Such a
+    class keeps the topk and step count its bases keep."""
+    if is_draft_backend_class(node.name):
+        return True
+    for base in node.bases:
+        name = getattr(base, "id", None) or getattr(base, "attr", None)
+        if name is not None and is_draft_backend_class(name):
+            return True
+    return False
+
+
+def header_names_draft_backend(class_text: str) -> bool:
+    """``named_draft_backend`` read on the class's text: a superset (any word
+    of its header, up to the colon that ends it, matching the name)."""
+    depth = 0
+    for index, char in enumerate(class_text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char in "\"'#":
+            break  # a string or comment in the header: search the whole class
+        elif char == ":" and depth <= 0:
+            return DRAFT_CLASS.search(class_text, 0, index) is not None
+    return DRAFT_CLASS.search(class_text) is not None
+
+
 def is_allocation(call: ast.Call, aliases: frozenset[str] = frozenset()) -> bool:
     """May ``call`` allocate a tensor (the width analysis reads what it calls):
     ``torch.zeros``, ``th.empty``, ``buf.new_zeros``, ``zeros`` (imported), an

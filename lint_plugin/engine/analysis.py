@@ -19,8 +19,8 @@ from lint_plugin.engine.allocations import (
     allocator_aliases,
     inherited_role_attributes,
     is_allocation,
-    is_draft_backend_class,
     may_be_draft_backend,
+    named_draft_backend,
     role_attributes,
 )
 from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
@@ -354,11 +354,12 @@ class Walker:
         self.facts.classes.append(facts)
         text = self.source.segment(node)
         attributes = role_attributes(text)
-        named = is_draft_backend_class(node.name)
+        named = named_draft_backend(node)
         if named and not any(role_of_name(a) is Role.TOPK for a in attributes):
             # `class TRTLLMHAAttnMultiStepDraftBackend(FlashInferMultiStepDraftBackend)`
-            # keeps the topk its base keeps (``super().__init__(..., topk, ...)``).
-            # By its name only: such a class is read whole by every path, so the
+            # keeps the topk its base keeps (``super().__init__(..., topk, ...)``),
+            # as does `class EagleDraftRunner(TritonMultiStepDraftBackend)`. By
+            # the names only: such a class is read whole by every path, so the
             # fast paths lose nothing.
             attributes |= inherited_role_attributes(node, self.module, self.path)
         if not (named or may_be_draft_backend(text, attributes)):

@@ -15,7 +15,12 @@ import re
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import KERNEL as KERNEL  # the rules import it here
-from lint_plugin.engine.allocations import is_draft_backend_class, may_be_draft_backend
+from lint_plugin.engine.allocations import (
+    header_names_draft_backend,
+    is_draft_backend_class,
+    may_be_draft_backend,
+    named_draft_backend,
+)
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.records import field, record
 
@@ -234,11 +239,7 @@ class ClassFacts:
         """
         if self.topk_attr is None:
             return False
-        return (
-            is_draft_backend_class(self.node.name)
-            or self.keeps_steps
-            or bool(self.launches)
-        )
+        return named_draft_backend(self.node) or self.keeps_steps or bool(self.launches)
 
 
 @record(eq=False)
@@ -301,6 +302,7 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
     ``helper_aliases``."""
     return (
         is_draft_backend_class(name)
+        or header_names_draft_backend(text)
         or may_be_draft_backend(text)
         or _PREFIX in text
         or any(alias in text for alias in aliases)

@@ -61,7 +61,21 @@ FORMULAS = [
     "self.buf = torch.zeros((self.speculative_num_steps, bs * self.max_context_len))",
     "self.buf = torch.empty((self.speculative_num_steps, self.width))",
 ]
-CLASSES = ["FooMultiStepDraftBackend", "FooAttnBackend", "Foo"]
+CLASSES = [
+    "FooMultiStepDraftBackend",
+    "FooAttnBackend",
+    "Foo",
+    # Subclasses of a draft backend the program defines (BASE): one by its name
+    # alone, its header over lines with a comment in it.
+    "Sub(BarMultiStepDraftBackend)",
+    "Sub(  # patched\n    BarMultiStepDraftBackend,\n)",
+]
+BASE = (
+    "class BarMultiStepDraftBackend:\n"
+    "    def __init__(self, topk, speculative_num_steps):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n\n\n"
+)
 PARAMS = "self, topk, k, bs, max_bs, i, num_steps, max_context_len, seq_lens_sum, n"
 
 
@@ -92,7 +106,8 @@ def programs(draw) -> str:
         text = f"def g({PARAMS}):\n" + method.replace("        ", "    ")
     else:
         text = (
-            f"class {container}:\n"
+            (BASE if "Bar" in container else "")
+            + f"class {container}:\n"
             f"    def __init__({PARAMS}):\n"
             + "".join(f"        {line}\n" for line in init or ["pass"])
             + f"\n    def g({PARAMS}):\n"

@@ -191,13 +191,40 @@ _UNSIZED_ROWS = (
             + _UNSIZED_ROWS,
             [],
         ),
-        # Not named as a draft backend: known only by what it keeps itself.
+        # Named by its base: a subclass of a draft backend is one.
         (
             f"{_BASE}\n\nclass Patched(TritonMultiStepDraftBackend):\n" + _UNSIZED_ROWS,
+            ["KVI003"],
+        ),
+        # The header over lines, a comment in it.
+        (
+            f"{_BASE}\n\nclass Patched(  # patched\n    TritonMultiStepDraftBackend,\n"
+            "    metaclass=type,\n):\n" + _UNSIZED_ROWS,
+            ["KVI003"],
+        ),
+        # Named by its base, which keeps no topk: the row is right.
+        (
+            f"{_NO_TOPK_BASE}\n\nclass Patched(TritonMultiStepDraftBackend):\n"
+            + _UNSIZED_ROWS,
+            [],
+        ),
+        # Neither it nor its bases named so: known only by what it keeps itself.
+        (
+            f"{_BASE}\n\nclass Middle(TritonMultiStepDraftBackend):\n    pass\n\n\n"
+            "class Patched(Middle):\n" + _UNSIZED_ROWS,
             [],
         ),
     ],
-    ids=["base", "base-of-base", "base-keeps-no-topk", "other-module", "not-named"],
+    ids=[
+        "base",
+        "base-of-base",
+        "base-keeps-no-topk",
+        "other-module",
+        "named-by-its-base",
+        "header-over-lines",
+        "named-by-a-base-keeping-no-topk",
+        "base-of-base-unnamed",
+    ],
 )
 def test_a_draft_backend_keeps_the_topk_of_its_bases_in_the_file(
     source: str, expected: list[str]
