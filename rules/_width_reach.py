@@ -23,10 +23,12 @@ from lint_plugin.engine.facts import ModuleFacts, self_attribute
 _MAX_NODES = 64
 
 
-def reaches_only(site, ends: set[int], facts: ModuleFacts, analysis, text: str) -> bool:
-    """Does the value made at ``site`` (``(node, scope)``) reach no statement
-    but those whose ids are ``ends`` (the allocations reported with it)?
-    ``text``: the whole file's."""
+def reaches_only(
+    site, ends: list[ast.Call], facts: ModuleFacts, analysis, text: str
+) -> bool:
+    """Does the value made at ``site`` (``(node, scope)``) reach nothing but
+    the allocation calls ``ends`` (those reported with it)? ``text``: the
+    whole file's."""
     pending = [(*site, True)]
     seen: set[int] = set()
     while pending:
@@ -39,9 +41,11 @@ def reaches_only(site, ends: set[int], facts: ModuleFacts, analysis, text: str) 
         chain = scope.locate(node)
         if not chain:
             return False  # made at module level: any module may import it
-        if any(id(statement) in ends for statement in chain):
-            continue
         statement = chain[-1]
+        if any(isinstance(n, ast.NamedExpr) for n in _path(statement, node) or ()):
+            return False  # `(w := ...)` binds it on the way: not followed
+        if any(_path(call, node) is not None for call in ends):
+            continue
         value = getattr(statement, "value", None)
         # Where the width is made, the analysis came down the statement's value
         # to it; at a read, only arithmetic may stand between the two, else the

@@ -34,7 +34,6 @@ from lint_plugin.engine.values import factors
 from lint_plugin.engine.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
 from lint_plugin.findings import Fix
 from lint_plugin.rules import Example, Rule
-from lint_plugin.rules._width_reach import reaches_only
 
 _TEMPLATE = """\
 import torch
@@ -466,7 +465,7 @@ def decide(facts: ModuleFacts, report: Reporter) -> None:
     """One finding per kv_indices allocation that can be unsized on a path; a
     note for each one not judged."""
     found = judgements(facts, report.analysis)
-    reported = _reported_sites(found, report.analysis)
+    reported = _reported_sites(found)
     for judgement in found:
         verdict = judgement.verdict
         if verdict == SIZED:
@@ -485,19 +484,17 @@ def decide(facts: ModuleFacts, report: Reporter) -> None:
         _report(judgement, facts, report, reported)
 
 
-def _reported_sites(found: list[Judgement], analysis) -> dict[int, set[int]]:
-    """The statements of the allocations reported with each site (by the id of
-    the node their width is made at): the fix there sizes them all."""
-    sites: dict[int, set[int]] = {}
+def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
+    """The allocation calls reported with each site (by the id of the node
+    their width is made at): the fix there sizes them all."""
+    sites: dict[int, list[ast.Call]] = {}
     for judgement in found:
         if judgement.verdict in (SIZED, NOT_JUDGED):
             continue
-        allocation = judgement.allocation
-        frame = analysis.frame_of(allocation.function)
-        statement = analysis.statement(frame, allocation.call)
         for path in judgement.unsized:
-            if path.row.site is not None and statement is not None:
-                sites.setdefault(id(path.row.site[0]), set()).add(id(statement))
+            if path.row.site is not None:
+                calls = sites.setdefault(id(path.row.site[0]), [])
+                calls.append(judgement.allocation.call)
     return sites
 
 
@@ -552,7 +549,10 @@ def _unsafe_fix(
         Role.TOKENS,
     ):
         return None
-    ends = reported.get(id(node), set())
+    # Only a fix needs it: a check with no finding of this rule never does.
+    from lint_plugin.rules._width_reach import reaches_only
+
+    ends = reported.get(id(node), [])
     if not reaches_only(site, ends, facts, analysis, analysis.module.source.text):
         return None
     count_text = report.source.segment(count)

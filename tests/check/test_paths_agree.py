@@ -106,8 +106,7 @@ def programs(draw) -> str:
         text = f"def g({PARAMS}):\n" + method.replace("        ", "    ")
     else:
         text = (
-            (BASE if "Bar" in container else "")
-            + f"class {container}:\n"
+            (BASE if "Bar" in container else "") + f"class {container}:\n"
             f"    def __init__({PARAMS}):\n"
             + "".join(f"        {line}\n" for line in init or ["pass"])
             + f"\n    def g({PARAMS}):\n"

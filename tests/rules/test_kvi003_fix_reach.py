@@ -110,6 +110,25 @@ CASES = {
         ),
         None,
     ),
+    "a walrus in the row, read by another buffer": (
+        _module(
+            _init(
+                _ROW.format("(w := max_bs * self.max_context_len)"),
+                "self.page_table = torch.zeros(w)",
+            )
+        ),
+        None,
+    ),
+    "another buffer in the row's statement": (
+        _module(
+            _init(
+                "w = max_bs * self.max_context_len",
+                "self.cuda_graph_kv_indices, self.page_table = ("
+                "torch.zeros((self.speculative_num_steps, w)), torch.zeros(w))",
+            )
+        ),
+        None,
+    ),
     "a method called by the row only": (
         _module(_init(_ROW.format("self._row_width(max_bs)")), _ROW_WIDTH),
         ["cuda_graph_kv_indices"],
