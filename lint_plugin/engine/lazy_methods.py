@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from lint_plugin.engine import syntax, vocabulary
 from lint_plugin.engine.facts import _PREFIX, GUARD, KERNEL
+from lint_plugin.engine.roles import role_of_name
 from lint_plugin.records import record
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
@@ -64,16 +65,40 @@ def deferrable(text: str, aliases: Sequence[str], allocators: frozenset[str]) ->
     (an allocator, the kernel or the guard as a whole word, by any name the
     file gives them: every call the walk records is one), no helper and no
     alias of one, and not both words of a statement rule's clause (as a region
-    must, to be parsed at all). Substring tests: a superset of what the walk
+    must, to be parsed at all; a role's anchor, such as ``topk``, counts only in
+    a name of some role). Substring tests: a superset of what the walk
     matches."""
     # Cheapest first: most methods of a draft backend name a clause.
-    if any(w in text for w in vocabulary.region_seed_words()) and any(
-        w in text for w in vocabulary.second_word_list()
+    seeds = [w for w in vocabulary.region_seed_words() if w in text]
+    if (
+        seeds
+        and any(w in text for w in vocabulary.second_word_list())
+        and any(_seeds_a_clause(text, w) for w in seeds)
     ):
         return False
     if any(word in text for word in _ALWAYS_READ) or any(a in text for a in aliases):
         return False
     return not vocabulary.fact_rows(text, allocators)
+
+
+def _seeds_a_clause(text: str, word: str) -> bool:
+    """Can ``word`` in ``text`` start a clause? A role's anchor (``topk``) only
+    in a name of some role: a formula's leaf is a name of its role, and an alias
+    (``k = self.topk``) is assigned from one; ``_ensure_spec_v2_topk_supported``
+    or ``topk_p`` is neither. Any other seed (a helper, the guard), anywhere."""
+    if word not in vocabulary.role_anchor_words():
+        return True
+    start = text.find(word)
+    while start >= 0:
+        first, last = start, start + len(word)
+        while first and (text[first - 1].isalnum() or text[first - 1] == "_"):
+            first -= 1
+        while last < len(text) and (text[last].isalnum() or text[last] == "_"):
+            last += 1
+        if role_of_name(text[first:last]) is not None:
+            return True
+        start = text.find(word, last)
+    return False
 
 
 def plan(

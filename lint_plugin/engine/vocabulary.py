@@ -223,6 +223,12 @@ def region_seed_words() -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=1)
+def role_anchor_words() -> frozenset[str]:
+    """The words every name of some role holds (``topk``, ``context_len``)."""
+    return frozenset(a for spec in ROLES.values() for a in spec.anchors)
+
+
+@functools.lru_cache(maxsize=1)
 def region_seeds() -> re.Pattern[str]:
     """``region_seed_words`` as one pattern."""
     return re.compile(_pattern(region_seed_words()))

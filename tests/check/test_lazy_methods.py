@@ -273,6 +273,21 @@ def test_a_method_under_an_if_is_parsed_with_its_class() -> None:
         ("    def a(self, bs):\n        return self.topk * seq_lens_sum\n", False),
         ("    def a(self):\n        return self.topk\n", True),
         ("    def a(self):\n        return self.max_context_len\n", True),
+        # A clause's words where only a name of their role can hold them: topk
+        # in a name of no role is no topk (SGLang's Aiter backend, 432 lines).
+        (
+            "    def a(self):\n        self._ensure_spec_v2_topk_supported()\n"
+            "        return self.max_context_len + self.topk_p\n",
+            True,
+        ),
+        ("    def a(self):\n        return self.spec_topk + self.context_len\n", False),
+        (
+            "    def a(self):\n        k = self.topk\n"
+            "        return k * self.max_context_len\n",
+            False,
+        ),
+        ("    def a(self):\n        return x.topk * self.context_len\n", False),
+        ("    def a(self):\n        return 'topk', self.context_len\n", False),
     ],
 )
 def test_what_a_rule_starts_from_is_never_deferred(method: str, deferred: bool) -> None:
@@ -361,7 +376,15 @@ ASSIGNMENTS = [
     "for self.{a} in [{v}]:\n            pass",
     "with ctx({v}) as self.{a}:\n            pass",
 ]
-VALUES = ["self.max_context_len", "self.max_context_len * self.k", "4096", "self.k"]
+VALUES = [
+    "self.max_context_len",
+    "self.max_context_len * self.k",
+    "4096",
+    "self.k",
+    # topk in a name of no role (the method may be deferred), and of its role.
+    "self.max_context_len * self.topk_p",
+    "self.max_context_len * self.draft_topk",
+]
 STEPS = ["self.speculative_num_steps", "4", "self.speculative_num_steps - 1"]
 READS = ["self.{a}", "self.get_{a}()", "self.{a}_prop"]
 
