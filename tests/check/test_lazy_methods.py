@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lint_plugin import linter
-from lint_plugin.engine import lazy_methods, scan
+from lint_plugin.engine import facts, lazy_methods, scan
 from lint_plugin.engine.allocations import allocator_aliases
 from lint_plugin.engine.facts import helper_aliases
 from lint_plugin.engine.source import Source
@@ -330,6 +330,46 @@ def test_a_step_count_is_read_through_a_deferred_method() -> None:
         [method.replace("self.speculative_num_steps", "4")], steps="self.n"
     )
     assert _check(constant) == _whole_walk(constant) == []
+
+
+@pytest.mark.parametrize("steps", ["self.n", "self.speculative_num_steps"])
+def test_a_method_asked_of_several_attributes_is_parsed_not_walked(
+    monkeypatch, steps: str
+) -> None:
+    """Whether each buffer is one per step asks every method whether it may
+    assign the attribute its first dimension reads. A deferred method that
+    reads those attributes and assigns none is parsed to answer the first
+    question and answers the next from the same rows: it is never walked
+    (SGLang's Aiter backend walked its 432-line capture method so)."""
+    text = (
+        _program(
+            ["    def use(self):\n        return self.n + self.m + self.w\n"],
+            steps=steps,
+        )
+        .replace(
+            "        self.max_context_len =",
+            "        self.n = self.speculative_num_steps\n        self.m = 1\n"
+            "        self.w = 2\n        self.max_context_len =",
+        )
+        .replace(
+            "max_num_tokens):\n",
+            "max_num_tokens):\n        self.a = torch.zeros((self.m, max_bs))\n"
+            "        self.b = torch.zeros((self.w, max_bs))\n",
+        )
+    )
+    assert [m.name for m in _region_tree(text)[1]] == ["use"]
+    walked = []
+    real = facts.LazyFunctionFacts.gathered
+
+    def counted(self) -> None:
+        if self._gather is not None:
+            walked.append(self.node.name)
+        real(self)
+
+    monkeypatch.setattr(facts.LazyFunctionFacts, "gathered", counted)
+    assert _check(text) == _whole_walk(text)
+    assert [f[2] for f in _check(text)] == ["KVI003"]
+    assert walked == []
 
 
 def test_a_misread_method_makes_the_whole_file_decide(monkeypatch) -> None:

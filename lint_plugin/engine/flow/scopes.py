@@ -20,7 +20,7 @@ from lint_plugin.engine.flow.dataflow import (
     Summary,
     walrus_names,
 )
-from lint_plugin.engine.lazy_methods import is_pending, materialize, within
+from lint_plugin.engine.lazy_methods import materialize, within
 from lint_plugin.engine.module_scope import ModuleScope
 from lint_plugin.engine.source import Source
 
@@ -394,13 +394,12 @@ def may_assign_attribute(node: ast.AST, attr: str, text: str) -> bool:
     ``text``, assign ``self.<attr>``? For a method not parsed yet, found from
     the rows its text spells ``.attr`` on: only those statements of its tree
     are looked at (a method reading ``self.num_heads`` on every other line is
-    parsed, not walked)."""
-    if not is_pending(node):
-        return True  # parsed already: the walk's own bindings say
+    parsed, not walked; once parsed for one attribute, it is still not walked
+    for the next)."""
     rows = attribute_rows(text, attr, node.lineno)
     if not rows:
         return False
-    materialize(node)
+    materialize(node)  # nothing, if an earlier question parsed it
     return binds_self_attribute(node.body, rows, attr)
 
 
