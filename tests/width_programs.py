@@ -299,6 +299,9 @@ CONDITIONS = [
     "self.topk > 1",
     "self.topk == 1",
     "max_bs > 2",
+    "self.topk in (1, 2)",
+    "self.topk not in (1,)",
+    "max_bs in (1, k)",
 ]
 
 
@@ -327,7 +330,7 @@ def _method_body(draw, context: str):
     ]
     lines.append(f"width = {e()}")
     for _ in range(draw(_ints(0, 3))):
-        shape = draw(_ints(0, 12))
+        shape = draw(_ints(0, 13))
         cond = draw(_pick(tuple(CONDITIONS)))
         if shape == 0:
             lines += [f"if {cond}:", f"    width = {e()}"]
@@ -372,6 +375,20 @@ def _method_body(draw, context: str):
             lines += ["self.set_row(max_bs)", "width = self.row"]
         elif shape == 11:
             lines.append("width = max(width, 1)")
+        elif shape == 12:
+            # A case is taken when its value equals the subject and its guard
+            # holds; `case _` takes the rest, and without it the rest falls
+            # through with the width it had.
+            guard = draw(_pick(("", " if flag_a")))
+            lines += [
+                f"match {draw(_pick(('self.topk', 'k', 'max_bs')))}:",
+                f"    case 1{guard}:",
+                f"        width = {e()}",
+                "    case 2 | 3:",
+                f"        width = {e()}",
+            ]
+            if draw(_ints(0, 1)):
+                lines += ["    case _:", f"        width = {e()}"]
         else:
             lines.append(f"width = self._rows({e()})")
     return lines, skip

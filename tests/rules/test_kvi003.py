@@ -326,3 +326,131 @@ def test_a_width_returned_by_a_method_called_through_self(
     )
     assert codes(source) == expected
     assert full_walk_codes(source) == expected
+
+
+_BRANCHED = (
+    _BASE + "        self.max_context_len = model_runner.model_config.context_len\n\n"
+    "    def init_cuda_graph_state(self, max_bs, max_num_tokens):\n"
+    "{branches}"
+    "        self.cuda_graph_kv_indices = torch.zeros(\n"
+    "            (self.speculative_num_steps, w)\n"
+    "        )\n"
+)
+_TOPK_ONE = "max_bs * self.max_context_len"  # sized only where topk is 1
+_SIZED = "max_bs * self.topk * self.max_context_len"
+
+
+@pytest.mark.parametrize(
+    ("branches", "expected"),
+    [
+        # A case taken only when its value equals the subject.
+        (
+            "        match self.topk:\n"
+            f"            case 1:\n                w = {_TOPK_ONE}\n"
+            f"            case _:\n                w = {_SIZED}\n",
+            [],
+        ),
+        (
+            "        match self.topk:\n"
+            f"            case 2 | 1:\n                w = max_bs * 2 * self.max_context_len\n"
+            f"            case _:\n                w = {_SIZED}\n",
+            [],
+        ),
+        # topk 2 takes the unsized case.
+        (
+            "        match self.topk:\n"
+            f"            case 1 | 2:\n                w = {_TOPK_ONE}\n"
+            f"            case _:\n                w = {_SIZED}\n",
+            ["KVI003"],
+        ),
+        # A guard: the case may be skipped with topk 1, and taken with any.
+        (
+            f"        w = {_SIZED}\n"
+            "        match self.topk:\n"
+            f"            case 1 if max_bs > 0:\n                w = {_TOPK_ONE}\n",
+            [],
+        ),
+        (
+            f"        w = {_SIZED}\n"
+            "        match max_bs:\n"
+            f"            case 1:\n                w = {_TOPK_ONE}\n",
+            ["KVI003"],
+        ),
+        # Membership in a literal tuple is a test of equalities.
+        (
+            f"        if self.topk in (1,):\n            w = {_TOPK_ONE}\n"
+            f"        else:\n            w = {_SIZED}\n",
+            [],
+        ),
+        (
+            f"        if self.topk not in [1]:\n            w = {_SIZED}\n"
+            f"        else:\n            w = {_TOPK_ONE}\n",
+            [],
+        ),
+        (
+            f"        if self.topk in (1, 2):\n            w = {_TOPK_ONE}\n"
+            f"        else:\n            w = {_SIZED}\n",
+            ["KVI003"],
+        ),
+        # Another value in the tuple: unread, so the test may go either way.
+        (
+            f"        if self.topk in (1, self.mode):\n            w = {_TOPK_ONE}\n"
+            f"        else:\n            w = {_SIZED}\n",
+            ["KVI003"],
+        ),
+        # A match that binds no other name leaves their paths alone: the
+        # unsized case (topk 2, max_bs 1) is found, not lost to too many paths.
+        (
+            "        k = self.topk\n"
+            "        w = max_bs * k * self.max_context_len\n"
+            "        match self.topk:\n"
+            f"            case 1:\n                w = {_TOPK_ONE}\n"
+            "            case 2 | 3:\n"
+            "                w = max_bs * max_bs * self.max_context_len\n"
+            "        if max_bs > 1:\n"
+            "            w = max_bs * max_bs * k * self.max_context_len\n"
+            "        if max_bs > 2:\n"
+            "            w = max(max_bs * k * self.max_context_len, "
+            "max_bs * self.topk * self.max_context_len)\n",
+            ["KVI003"],
+        ),
+        # `case _:` is always taken when reached: nothing falls through it.
+        (
+            f"        w = {_TOPK_ONE}\n"
+            "        match self.topk:\n"
+            f"            case 1:\n                w = {_TOPK_ONE}\n"
+            f"            case _:\n                w = {_SIZED}\n",
+            [],
+        ),
+        (
+            f"        w = {_TOPK_ONE}\n"
+            "        match self.topk:\n"
+            f"            case 1:\n                w = {_TOPK_ONE}\n"
+            f"            case other if max_bs > 0:\n                w = {_SIZED}\n",
+            ["KVI003"],
+        ),
+    ],
+    ids=[
+        "case-1",
+        "case-or",
+        "case-or-unsized",
+        "case-guarded-sized-default",
+        "case-other-subject",
+        "in-tuple",
+        "not-in-list",
+        "in-tuple-unsized",
+        "in-tuple-unread",
+        "case-then-tests",
+        "case-wildcard",
+        "case-capture-guarded",
+    ],
+)
+def test_a_branch_taken_on_a_value_of_topk_holds_on_its_path(
+    branches: str, expected: list[str]
+) -> None:
+    """``match`` value patterns and membership in a literal tuple narrow the
+    topk on their path, as ``if self.topk == 1:`` does (they cried wolf)."""
+    source = _BRANCHED.format(branches=branches)
+    # The sized spelling is an inline width (KVI002), whatever the branch.
+    assert [c for c in codes(source) if c != "KVI002"] == expected
+    assert [c for c in full_walk_codes(source) if c != "KVI002"] == expected

@@ -457,8 +457,12 @@ class Flow:
             exits.normal += result.normal
             exits.brk += result.brk
             exits.cont += result.cont
+            if case.guard is None and _irrefutable(case.pattern):
+                left = []  # `case _:` (the last case): nothing falls through
+                break
             left = _with(left, self._literal("case", case, False))
-        exits.normal = _unique(exits.normal + left)
+        # Taken or not, a case's outcome is one test's: merged as an if's are.
+        exits.normal = _merge(exits.normal + left)
         return exits
 
     # ---- bindings ----------------------------------------------------------
@@ -555,7 +559,7 @@ class Summary:
         self.names: set[str] = set()
         self.attrs: set[str] = set()
         self.exits = False
-        self.opaque = False  # a global, a star import, a match: not summarised
+        self.opaque = False  # a global, a star import: not summarised
 
     def binds(self, flow: Flow) -> bool:
         if self.opaque:
@@ -604,7 +608,8 @@ class Summary:
                 if handler.name:
                     self.names.add(handler.name)
         elif kind is ast.Match:
-            self.opaque = True  # capture patterns: not summarised
+            for case in stmt.cases:
+                self.names |= _pattern_names(case.pattern)
         else:
             lazy = getattr(stmt, "lazy_name", None)  # a module's unparsed block
             if lazy is not None:
@@ -732,6 +737,16 @@ def _own_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
         if isinstance(node, ast.Lambda):
             continue
         pending[:0] = [c for c in ast.iter_child_nodes(node)]
+
+
+def _irrefutable(pattern: ast.AST) -> bool:
+    """Does ``pattern`` match every subject (``_``, a capture, an ``|`` of
+    one)?"""
+    if isinstance(pattern, ast.MatchAs):
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    if isinstance(pattern, ast.MatchOr):
+        return any(_irrefutable(p) for p in pattern.patterns)
+    return False
 
 
 def _pattern_names(pattern: ast.AST) -> set[str]:

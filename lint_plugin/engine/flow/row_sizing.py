@@ -265,12 +265,13 @@ def _conditions(row: Row, analysis):
             tests.append((("opaque", cond[0], id(cond[1]), id(cond[3])), positive))
             continue
         tests.append((expr, positive))
-        if _evaluable_condition(expr):
-            if (expr, positive) not in evaluable_conds:
-                evaluable_conds.append((expr, positive))
-                shown.append((symbolic.render(expr), positive))
-        elif (symbolic.render(expr), positive) not in shown:
-            shown.append((symbolic.render(expr), positive))
+        for part, holds_so in _conjuncts(expr, positive):
+            if _evaluable_condition(part):
+                if (part, holds_so) not in evaluable_conds:
+                    evaluable_conds.append((part, holds_so))
+                    shown.append((symbolic.render(part), holds_so))
+            elif (symbolic.render(part), holds_so) not in shown:
+                shown.append((symbolic.render(part), holds_so))
     if not _consistent(tests):
         return None
     for expr, positive in evaluable_conds:
@@ -281,6 +282,18 @@ def _conditions(row: Row, analysis):
             except symbolic.Undefined:
                 pass
     return evaluable_conds, shown
+
+
+def _conjuncts(expr: Expr, positive: bool) -> list[tuple[Expr, bool]]:
+    """The conditions that each hold where ``expr`` is ``positive``: ``a and
+    flag`` taken pins ``a`` though ``flag`` is free (``case 1 if flag:``), as
+    ``a or flag`` not taken does."""
+    if isinstance(expr, Op):
+        if expr.kind == "not":
+            return _conjuncts(expr.args[0], not positive)
+        if (expr.kind == "and" and positive) or (expr.kind == "bor" and not positive):
+            return [c for a in expr.args for c in _conjuncts(a, positive)]
+    return [(expr, positive)]
 
 
 _MAX_ATOMS = 12  # tests of one path tried every way (4,096 at most)

@@ -499,6 +499,13 @@ class Analysis(CallValues):
             ast.Eq: "==",
             ast.NotEq: "!=",
         }
+        if (
+            len(node.ops) == 1
+            and type(node.ops[0]) in (ast.In, ast.NotIn)
+            and isinstance(node.comparators[0], (ast.Tuple, ast.List, ast.Set))
+            and node.comparators[0].elts
+        ):
+            return self._membership(node, frame, stmt)
         if not all(type(o) in names for o in node.ops):
             return [Alt(self._opaque(node, frame))]
         parts = [self.values(v, frame, stmt) for v in [node.left, *node.comparators]]
@@ -513,6 +520,25 @@ class Analysis(CallValues):
             return pairs[0] if len(pairs) == 1 else Op("and", tuple(pairs))
 
         return combine(parts, compare)
+
+    def _membership(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
+        """``x in (1, k)``: ``x == 1 or x == k``, as Python tests it (``not in``:
+        its negation); with a starred element, or a value that may be no
+        integer, opaque as any other test it cannot read."""
+        elements = node.comparators[0].elts
+        if any(isinstance(e, ast.Starred) for e in elements):
+            return [Alt(self._opaque(node, frame))]
+        parts = [self.values(v, frame, stmt) for v in [node.left, *elements]]
+        if not all(is_int(a.value) for part in parts for a in part):
+            return [Alt(self._opaque(node, frame))]  # as any other test
+
+        def member(values):
+            left, *rest = values
+            found = [Op("cmp", (left, v), "==") for v in rest]
+            either = found[0] if len(found) == 1 else Op("bor", tuple(found))
+            return Op("not", (either,)) if type(node.ops[0]) is ast.NotIn else either
+
+        return combine(parts, member)
 
     def _tuple(self, elements: Sequence[ast.expr], frame: Frame, stmt) -> list[Alt]:
         parts = []
@@ -579,12 +605,56 @@ class Analysis(CallValues):
             test, stmt = node.test, (chain[-1] if chain else None)
         elif kind == "loop" and isinstance(node, (ast.For, ast.AsyncFor)):
             return self._runs(node, frame)
+        elif kind == "case":
+            return self._matches(node, frame)
         else:
             return None
         alts = self.values(test, frame, stmt)
         if len({a.value for a in alts}) != 1:
             return None
         return as_condition(alts[0].value)
+
+    def _matches(self, case: ast.match_case, frame: Frame) -> Expr | None:
+        """``case 1:`` or ``case 1 | 2:``: the subject equals one of them (a
+        case is taken exactly when it does, ``match`` compares a value pattern
+        with ``==``), and its guard holds. Any other pattern is opaque."""
+        patterns = (
+            case.pattern.patterns
+            if isinstance(case.pattern, ast.MatchOr)
+            else [case.pattern]
+        )
+        numbers = [
+            literal_int(p.value) if isinstance(p, ast.MatchValue) else None
+            for p in patterns
+        ]
+        if None in numbers or frame.scope.is_module:
+            return None
+        chain = frame.scope.locate(case.body[0])
+        match = next(
+            (
+                s
+                for s in reversed(chain)
+                if isinstance(s, ast.Match) and any(c is case for c in s.cases)
+            ),
+            None,
+        )
+        if match is None:
+            return None
+        alts = self.values(match.subject, frame, match)
+        if len({a.value for a in alts}) != 1 or not is_int(alts[0].value):
+            return None
+        subject = alts[0].value
+        found = [Op("cmp", (subject, Const(n)), "==") for n in numbers]
+        taken = found[0] if len(found) == 1 else Op("bor", tuple(found))
+        if case.guard is None:
+            return taken
+        guards = self.values(case.guard, frame, match)
+        guard = (
+            guards[0].value
+            if len({a.value for a in guards}) == 1
+            else self._opaque(case.guard, frame)
+        )
+        return Op("and", (taken, as_condition(guard)))
 
     def _runs(self, loop: ast.For, frame: Frame) -> Expr | None:
         """``for ... in range(...)`` runs at least once iff the range is not empty."""
