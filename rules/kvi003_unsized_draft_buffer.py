@@ -23,6 +23,7 @@ from lint_plugin.engine.flow.row_sizing import (
     describe_witness,
     judgements,
 )
+from lint_plugin.engine.flow.scopes import instance_name
 from lint_plugin.engine.formulas import BUFFER_WIDTH, render_helper_call
 from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import (
@@ -244,7 +245,11 @@ the function has no sequence count, or when the value made there reaches
 anything but the rows reported with it: another buffer sized from the same
 local, attribute or method, a test or a call given it, or a mention the walk
 cannot follow (`getattr(self, "w")`, a reference to the method), since the
-rewrite would change those too.
+rewrite would change those too. The topk is the class's, spelt through the name
+the method reaches the instance by (`backend.topk` in
+`def init_cuda_graph_state(backend, ...)`); no fix where no name does (a width
+made in a module function, a static or class method, a method that rebinds
+that name).
 """,
     valid=(
         Example(_TEMPLATE.format(width="max_bs * self.topk * self.max_context_len")),
@@ -556,6 +561,9 @@ def _unsafe_fix(
     ends = reported.get(id(node), [])
     if not reaches_only(site, ends, facts, analysis, analysis.module.source.text):
         return None
+    instance = instance_name(cls.node, scope)
+    if instance is None:
+        return None  # no name here reaches the class's topk
     count_text = report.source.segment(count)
     note = "the row grows by the topk factor"
     if count_role is Role.TOKENS:
@@ -567,7 +575,7 @@ def _unsafe_fix(
         count_text = seqs
     content = render_helper_call(
         report.settings.spell(BUFFER_WIDTH),
-        (count_text, f"self.{cls.topk_attr}", report.source.segment(mcl)),
+        (count_text, f"{instance}.{cls.topk_attr}", report.source.segment(mcl)),
     )
     message = f"Size the row with `{content}` (changes the allocation: {note})"
     return Fix("unsafe", message, (report.edit(report.span(node), content),))

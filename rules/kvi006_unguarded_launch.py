@@ -13,7 +13,9 @@ from lint_plugin.engine.facts import (
     Launch,
     ModuleFacts,
     position,
+    self_attribute,
 )
+from lint_plugin.engine.flow.scopes import instance_name
 from lint_plugin.engine.flow.symbolic import SYMBOLIC, Op, Sym
 from lint_plugin.engine.formulas import USED_LEN, match_used_len
 from lint_plugin.engine.reporter import Reporter
@@ -109,7 +111,12 @@ same function. A check is `assert_buffer_fits(used, buffer.shape[1], ...)`,
 `used` is the length used over all draft steps:
 `draft_kv_indices_used_len(seq_lens_sum, topk, bs, num_steps)` with the step
 count, or its inline formula (itself KVI001), directly or through a local. A check
-of another buffer, or of one step's length (`i + 1`), does not count.
+of another buffer, or of one step's length (`i + 1`), does not count; nor does one
+of a buffer name (or `self.` attribute) assigned again between the check and the
+launch, or one in a lambda's body (it runs only if the lambda is called; a check
+in a nested `def` is that function's). Where the check stands is not otherwise
+judged: one under an `if` or in a `try` counts, as the fix's own guard on the
+branch where `seq_lens_sum` is real does.
 
 This rule is opt-in, like ruff's preview rules: it is not in the default
 selection (even `--select KVI` leaves it out); enable it with
@@ -159,7 +166,9 @@ guard never fires on a correctly sized buffer.
 Unsafe, applied only with `--unsafe-fixes`: it adds a run-time check that raises
 where the program used to run on (into corrupted memory). It inserts upstream's
 guard before the launch with the function's own names for the buffer,
-`seq_lens_sum`, `bs`, the class's topk and step count, and imports
+`seq_lens_sum`, `bs`, the class's topk and step count (through the name the
+method reaches the instance by: `me.topk` in `def common_template(me, ...)`;
+no fix where that name is rebound in the method), and imports
 `assert_buffer_fits` from the guard module and the helper from the helpers
 module. The guard module is `guard-module` when configured; else where the file
 already imports `assert_buffer_fits` from, else where the tree defines it
@@ -190,6 +199,13 @@ the message says which.
             _BACKEND.format(
                 guard="        if draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, self.speculative_num_steps) > kv_indices_buffer.shape[1]:\n"
                 "            raise RuntimeError('kv_indices too small')\n"
+            )
+        ),
+        # The buffer rebound before the guard: the guard checks the launched one.
+        Example(
+            _BACKEND.format(
+                guard="        kv_indices_buffer = self.cuda_graph_kv_indices\n"
+                + _UPSTREAM_GUARD
             )
         ),
         # Not a draft backend: no topk kept.
@@ -229,6 +245,19 @@ the message says which.
                 guard="        assert_buffer_fits(draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, self.speculative_num_steps), self.kv_indptr.shape[1], 'x')\n"
             )
         ),
+        # A guard of a buffer rebound before the launch, or one that runs only
+        # if a lambda is called, does not count either.
+        Example(
+            _BACKEND.format(
+                guard=_UPSTREAM_GUARD
+                + "        kv_indices_buffer = self.cuda_graph_kv_indices\n"
+            )
+        ),
+        Example(
+            _BACKEND.format(
+                guard="        check = lambda: assert_buffer_fits(draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, self.speculative_num_steps), kv_indices_buffer.shape[1], 'x')\n"
+            )
+        ),
     ),
 )
 
@@ -243,7 +272,9 @@ def decide(facts: ModuleFacts, report: Reporter) -> None:
                 continue
             at = position(launch.call)
             if any(
-                position(guard) < at and _checks(guard, buffer, launch, report)
+                position(guard) < at
+                and _checks(guard, buffer, launch, report)
+                and _holds_at_launch(guard, buffer, launch, report)
                 for guard in launch.function.guards
             ):
                 continue
@@ -277,6 +308,30 @@ def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, report: Reporter) 
     return _is_row_of(capacity, buffer) and _is_full_used_len(
         used, guard, launch, report
     )
+
+
+def _holds_at_launch(
+    guard: ast.AST, buffer: ast.expr, launch: Launch, report: Reporter
+) -> bool:
+    """Is the guard run where it stands (not a lambda's body, which runs only
+    if called: a guard in a nested ``def`` is that function's), and is the
+    buffer it checked the one launched (no assignment to it in between)?"""
+    analysis = report.analysis
+    frame = analysis.frame_of(launch.function)
+    stmt = analysis.statement(frame, guard) if isinstance(guard, ast.Call) else None
+    if stmt is not None and any(
+        isinstance(node, ast.Lambda) and any(n is guard for n in ast.walk(node.body))
+        for node in ast.walk(stmt)
+    ):
+        return False
+    if isinstance(buffer, ast.Name):
+        bound = launch.function.locals.before(buffer.id, position(launch.call))
+    else:
+        attr = self_attribute(buffer)
+        if attr is None:
+            return True
+        bound = launch.function.attrs.before(attr, position(launch.call))
+    return bound is None or bound.at < position(guard)
 
 
 def _compared(guard: ast.AST) -> tuple[ast.expr, ast.expr] | None:
@@ -389,6 +444,9 @@ def _fix(
     ]
     if missing:
         return None, f"no {' or '.join(missing)} in scope before the launch"
+    instance = instance_name(cls.node, function)
+    if instance is None:
+        return None, "no name here reaches the instance (its topk and step count)"
     if _REQUIRED in function.locals:
         return None, f"`{_REQUIRED}` is already a local here"
     statement = _statement_of(function.node, launch.call)
@@ -402,15 +460,11 @@ def _fix(
     if place.at is None:
         return None, place.reason
     indent = place.indent
-    step = (
-        "self.speculative_num_steps"
-        if "speculative_num_steps" in steps
-        else (f"self.{steps[0]}")
-    )
+    step = "speculative_num_steps" if "speculative_num_steps" in steps else steps[0]
     buffer_text = report.source.segment(buffer)
     lines = [
         f"{_REQUIRED} = {report.settings.spell(USED_LEN)}(",
-        f"    {seq_lens_sum}, self.{cls.topk_attr}, {bs}, {step}",
+        f"    {seq_lens_sum}, {instance}.{cls.topk_attr}, {bs}, {instance}.{step}",
         ")",
         f"{GUARD}(",
         f"    {_REQUIRED},",

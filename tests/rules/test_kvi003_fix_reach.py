@@ -182,6 +182,33 @@ CASES = {
         ),
         None,
     ),
+    # The helper's topk is spelt through the name the method reaches the
+    # instance by; where no name does, no fix.
+    "a method whose instance is not called self": (
+        _module(
+            "def init_cuda_graph_state(backend, max_bs, max_num_tokens):\n"
+            "    w = max_bs * backend.max_context_len\n"
+            "    backend.cuda_graph_kv_indices = torch.zeros(\n"
+            "        (backend.speculative_num_steps, w)\n"
+            "    )\n"
+        ),
+        ["cuda_graph_kv_indices"],
+    ),
+    "a width made in a function of the module": (
+        _module(_init(_ROW.format("_row_width(max_bs, self.max_context_len)")))
+        + "\n\ndef _row_width(bs, max_context_len):\n    return bs * max_context_len\n",
+        None,
+    ),
+    "a width made in a method whose self is rebound": (
+        _module(
+            _init(
+                "w = max_bs * self.max_context_len",
+                _ROW.format("w"),
+                "self = self",
+            )
+        ),
+        None,
+    ),
 }
 
 _CHILD = r"""

@@ -85,6 +85,46 @@ def test_without_a_bound_the_guard_goes_right_before_the_launch() -> None:
     assert "        )\n\n        generate_draft_decode_kv_indices[" in fixed
 
 
+def _renamed(instance: str) -> str:
+    """The backend with its method reaching the instance by another name."""
+    return (
+        backend("")
+        .replace("common_template(self,", f"common_template({instance},")
+        .replace("self.", f"{instance}.")
+        .replace(f"{instance}.topk = topk", "self.topk = topk")
+        .replace(
+            f"{instance}.speculative_num_steps = speculative",
+            "self.speculative_num_steps = speculative",
+        )
+    )
+
+
+def test_the_guard_reaches_the_instance_by_the_methods_own_name() -> None:
+    """The guard's topk and step count are the instance's, spelt as the method
+    spells it: ``self`` is no name in a method whose first parameter is ``me``."""
+    text = _renamed("me")
+    fixed = rewrite_text(text, "b.py", KVI006)
+    assert [f.code for f in fixed.applied] == ["KVI006"]
+    tree = ast.parse(fixed.text)
+    (method,) = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name == "common_template"
+    ]
+    read = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
+    assert "self" not in read
+    assert "seq_lens_sum, me.topk, bs, me.speculative_num_steps" in fixed.text
+
+
+def test_no_guard_where_the_instance_name_is_rebound() -> None:
+    text = _renamed("me").replace(
+        "        num_seqs = forward_batch.batch_size\n",
+        "        num_seqs = forward_batch.batch_size\n        me = forward_batch.owner\n",
+    )
+    assert kvi006(text)
+    assert rewrite_text(text, "b.py", KVI006).text == text
+
+
 # ---- where the guard is imported from -----------------------------------------
 
 

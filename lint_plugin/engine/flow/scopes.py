@@ -445,6 +445,52 @@ def _self_name(function: ast.AST) -> str | None:
     return positional[0].arg
 
 
+def instance_name(class_node: ast.ClassDef, scope) -> str | None:
+    """The name code in ``scope`` (with ``node`` and ``parent``, a function
+    or the module) reaches the instance of ``class_node`` by: the first
+    parameter of the class's own method it is written in, or nested in. None
+    where there is none (a module function, a static or class method) or where
+    that name is bound anywhere else in the method: text written there must
+    not name ``self`` where ``self`` means nothing, or something else."""
+    while scope is not None and isinstance(scope.node, FUNCTIONS):
+        method = scope.node
+        if any(method is s for s in class_node.body):
+            name = _self_name(method)
+            if name is None or any(
+                isinstance(d, ast.Name) and d.id == "classmethod"
+                for d in method.decorator_list
+            ):
+                return None
+            first = [*method.args.posonlyargs, *method.args.args][0]
+            if any(
+                node is not first and node is not method and name in _bound_by(node)
+                for node in ast.walk(method)
+            ):
+                return None
+            return name
+        scope = scope.parent
+    return None
+
+
+def _bound_by(node: ast.AST) -> tuple[str, ...]:
+    """The names ``node`` binds (or deletes, or declares another scope's)."""
+    if isinstance(node, ast.Name):
+        return () if isinstance(node.ctx, ast.Load) else (node.id,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return tuple(node.names)
+    if isinstance(node, ast.alias):
+        return ((node.asname or node.name).split(".")[0],)
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return (node.name,) if node.name else ()
+    if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+        return (node.name,)
+    if isinstance(node, ast.MatchMapping):
+        return (node.rest,) if node.rest else ()
+    return ()
+
+
 def is_staticmethod(function: ast.AST) -> bool:
     """A ``@staticmethod``: called through an instance, it binds nothing."""
     return any(
