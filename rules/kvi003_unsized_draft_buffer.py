@@ -184,8 +184,11 @@ free to be any positive value. Branch conditions on known sizes
 anything else may go either way, the same way each time it is tested.
 
 What is opaque (not judged): a call the analysis cannot read (a function of
-another module, a method of another object, a loop that updates a width from
-itself), a subscript of something that is no tuple, a width with no sequence
+another module, a method of another object), what a loop adds to a width it had
+before the loop (`w += ...` in a loop: the rounds' count is the loop's; the path
+that skips the loop is judged, with the loop's test on entry, so `while
+self.topk > 1:` is skipped only where topk is 1), a subscript of something that
+is no tuple, a width with no sequence
 count in it but a name that may be one. A token count (`max_num_tokens`) is at
 least the sequence count, and never assumed to hold the topk: a row of
 `max_num_tokens * max_context_len` is right only by an unstated invariant, and

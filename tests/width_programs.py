@@ -330,7 +330,7 @@ def _method_body(draw, context: str):
     ]
     lines.append(f"width = {e()}")
     for _ in range(draw(_ints(0, 3))):
-        shape = draw(_ints(0, 13))
+        shape = draw(_ints(0, 15))
         cond = draw(_pick(tuple(CONDITIONS)))
         if shape == 0:
             lines += [f"if {cond}:", f"    width = {e()}"]
@@ -389,6 +389,19 @@ def _method_body(draw, context: str):
             ]
             if draw(_ints(0, 1)):
                 lines += ["    case _:", f"        width = {e()}"]
+        elif shape == 13:
+            # Skipped only where the test fails on entry.
+            lines += [f"while {cond}:", f"    width = {e()}", "    break"]
+        elif shape == 14:
+            # A width each round adds to (topk - 1 rounds): what the rounds
+            # add is opaque (the rule's doc), so it may be left not judged.
+            skip = True
+            lines += [
+                "j = 1",
+                "while j < self.topk:",
+                f"    width += {e()}",
+                "    j += 1",
+            ]
         else:
             lines.append(f"width = self._rows({e()})")
     return lines, skip

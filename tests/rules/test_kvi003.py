@@ -454,3 +454,47 @@ def test_a_branch_taken_on_a_value_of_topk_holds_on_its_path(
     # The sized spelling is an inline width (KVI002), whatever the branch.
     assert [c for c in codes(source) if c != "KVI002"] == expected
     assert [c for c in full_walk_codes(source) if c != "KVI002"] == expected
+
+
+@pytest.mark.parametrize(
+    ("branches", "expected"),
+    [
+        # Each round adds a row: only the rounds' count sizes it, which the
+        # values do not follow. Not judged; around the loop, sized.
+        (
+            f"        w = {_TOPK_ONE}\n        k = 1\n"
+            "        while k < self.topk:\n"
+            f"            w += {_TOPK_ONE}\n            k += 1\n",
+            [],
+        ),
+        (
+            f"        w = {_TOPK_ONE}\n"
+            "        for _ in range(self.topk - 1):\n"
+            f"            w += {_TOPK_ONE}\n",
+            [],
+        ),
+        # A `while` is skipped only where its test fails on entry.
+        (
+            f"        w = {_TOPK_ONE}\n"
+            "        while self.topk > 1:\n"
+            f"            w = {_SIZED}\n            break\n",
+            [],
+        ),
+        # Skipped on a test of anything else: the width it had is the row's.
+        (
+            f"        w = {_TOPK_ONE}\n"
+            "        while self.enabled:\n"
+            f"            w += {_TOPK_ONE}\n",
+            ["KVI003"],
+        ),
+    ],
+    ids=["while-accumulates", "for-accumulates", "while-on-topk", "while-on-a-flag"],
+)
+def test_a_width_a_loop_updates_from_itself_is_not_judged(
+    branches: str, expected: list[str]
+) -> None:
+    """What a loop adds to a width it had before the loop is opaque (the rule's
+    doc); the path that skips the loop is judged with the loop's test."""
+    source = _BRANCHED.format(branches=branches)
+    assert [c for c in codes(source) if c != "KVI002"] == expected
+    assert [c for c in full_walk_codes(source) if c != "KVI002"] == expected

@@ -346,8 +346,10 @@ class Flow:
     def _augmented(self, stmt: ast.AugAssign, fact: Fact) -> Fact:
         """``w op= value`` on top of one reaching definition of ``w``."""
         conds = fact.conds & set(self._open)
-        if _carries(fact, stmt):
-            return Fact(self._def("unknown", stmt), conds)  # a loop updating it
+        if _carries(fact, stmt) or self._from_before_the_loop(fact):
+            # A loop updating it: what one round adds is no final value (the
+            # rounds' count is the loop's, which the values do not follow).
+            return Fact(self._def("unknown", stmt), conds)
         key = (id(stmt), fact)
         defn = self._aug.get(key)
         if defn is None:
@@ -355,6 +357,16 @@ class Flow:
                 "aug", stmt, stmt.value, op=stmt.op, previous=(fact,)
             )
         return Fact(defn, fact.conds)
+
+    def _from_before_the_loop(self, fact: Fact) -> bool:
+        """Is ``fact`` bound outside the innermost loop being walked (so an
+        update of it there carries from round to round)?"""
+        loop = next((lit[1] for lit in reversed(self._open) if lit[0] == "loop"), None)
+        if loop is None:
+            return False
+        stmt = fact.defn.stmt
+        row = getattr(stmt, "lineno", None)
+        return row is None or not (loop.lineno <= row <= loop.end_lineno)
 
     def _if(self, stmt: ast.If, facts: list[Fact]) -> _Exits:
         yes = self._branch(stmt.body, facts, self._literal("test", stmt, True))

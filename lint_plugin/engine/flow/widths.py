@@ -605,6 +605,10 @@ class Analysis(CallValues):
             test, stmt = node.test, (chain[-1] if chain else None)
         elif kind == "loop" and isinstance(node, (ast.For, ast.AsyncFor)):
             return self._runs(node, frame)
+        elif kind == "loop" and isinstance(node, ast.While):
+            # Entered at least once iff the test holds on entry: the names'
+            # values before the `while` (its own body's reach it only later).
+            test, stmt = node.test, node
         elif kind == "case":
             return self._matches(node, frame)
         else:
