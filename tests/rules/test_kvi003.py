@@ -7,6 +7,7 @@ import pytest
 from rule_snippets import codes, full_walk_codes
 
 from lint_plugin.engine.roles import OTHER_PER_STEP_BUFFERS, other_buffer_of
+from lint_plugin.linter import lint_source
 
 
 def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:
@@ -498,3 +499,30 @@ def test_a_width_a_loop_updates_from_itself_is_not_judged(
     source = _BRANCHED.format(branches=branches)
     assert [c for c in codes(source) if c != "KVI002"] == expected
     assert [c for c in full_walk_codes(source) if c != "KVI002"] == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "width"),
+    [
+        ("torch.zeros(self.speculative_num_steps, *dims)", "dims"),
+        ("torch.zeros(*steps, *dims)", "steps"),
+        ("torch.zeros(self.speculative_num_steps, dims[0])", "dims[0]"),
+    ],
+)
+def test_the_message_names_the_argument_holding_the_width(
+    call: str, width: str
+) -> None:
+    """Dimensions given one per argument, one of them starred: the finding
+    names and points at the width's argument, not the step count."""
+    source = _BRANCHED.format(
+        branches=(
+            "        dims = [max_bs * self.max_context_len]\n"
+            "        steps = [self.speculative_num_steps]\n"
+        )
+    ).replace(
+        "torch.zeros(\n            (self.speculative_num_steps, w)\n        )", call
+    )
+    (finding,) = [f for f in lint_source(source, "b.py") if f.code == "KVI003"]
+    assert f"width `{width}`" in finding.message
+    line = source.splitlines()[finding.row - 1]
+    assert line[finding.column - 1 :].startswith(width)

@@ -283,9 +283,20 @@ def _shapes(
         dims = list(value.items) if isinstance(value, Tup) else [value]
         if not dims or not all(map(is_int, dims)):
             continue
-        shown = node if not isinstance(node, ast.Call) else call.args[0]
+        shown = node if not isinstance(node, ast.Call) else _width_argument(call)
         shapes.append(_Shape(dims, None, alt.conds, alt.rows, shown, None))
     return shapes
+
+
+def _width_argument(call: ast.Call) -> ast.expr:
+    """What a message names as the width of varargs dimensions: the second
+    argument (``dims`` in ``zeros(steps, *dims)``), or the first where a
+    starred one comes first and the second dimension's argument is unknown."""
+    first = call.args[0]
+    if isinstance(first, ast.Starred) or len(call.args) < 2:
+        return first.value if isinstance(first, ast.Starred) else first
+    second = call.args[1]
+    return second.value if isinstance(second, ast.Starred) else second
 
 
 def _first_dims(call: ast.Call) -> list[ast.expr]:
