@@ -558,15 +558,15 @@ def _unsafe_fix(
         Role.TOKENS,
     ):
         return None
+    instance = instance_name(cls.node, scope)
+    if instance is None:
+        return None  # no name here reaches the class's topk
     # Only a fix needs it: a check with no finding of this rule never does.
     from lint_plugin.rules._width_reach import reaches_only
 
     ends = reported.get(id(node), [])
     if not reaches_only(site, ends, facts, analysis, analysis.module.source.text):
         return None
-    instance = instance_name(cls.node, scope)
-    if instance is None:
-        return None  # no name here reaches the class's topk
     count_text = report.source.segment(count)
     note = "the row grows by the topk factor"
     if count_role is Role.TOKENS:

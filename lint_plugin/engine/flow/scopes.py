@@ -456,10 +456,7 @@ def instance_name(class_node: ast.ClassDef, scope) -> str | None:
         method = scope.node
         if any(method is s for s in class_node.body):
             name = _self_name(method)
-            if name is None or any(
-                isinstance(d, ast.Name) and d.id == "classmethod"
-                for d in method.decorator_list
-            ):
+            if name is None or _decorated(method, "classmethod"):
                 return None
             first = [*method.args.posonlyargs, *method.args.args][0]
             if any(
@@ -482,19 +479,22 @@ def _bound_by(node: ast.AST) -> tuple[str, ...]:
         return tuple(node.names)
     if isinstance(node, ast.alias):
         return ((node.asname or node.name).split(".")[0],)
-    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
-        return (node.name,) if node.name else ()
-    if isinstance(node, (*FUNCTIONS, ast.ClassDef)):
-        return (node.name,)
-    if isinstance(node, ast.MatchMapping):
-        return (node.rest,) if node.rest else ()
-    return ()
+    # A def, a class, `except ... as`, a pattern's capture or `**rest`.
+    return tuple(
+        value
+        for value in (getattr(node, "name", None), getattr(node, "rest", None))
+        if isinstance(value, str)
+    )
 
 
 def is_staticmethod(function: ast.AST) -> bool:
     """A ``@staticmethod``: called through an instance, it binds nothing."""
+    return _decorated(function, "staticmethod")
+
+
+def _decorated(function: ast.AST, name: str) -> bool:
     return any(
-        isinstance(decorator, ast.Name) and decorator.id == "staticmethod"
+        isinstance(decorator, ast.Name) and decorator.id == name
         for decorator in function.decorator_list
     )
 

@@ -533,9 +533,7 @@ class Analysis(CallValues):
             return [Alt(self._opaque(node, frame))]  # as any other test
 
         def member(values):
-            left, *rest = values
-            found = [Op("cmp", (left, v), "==") for v in rest]
-            either = found[0] if len(found) == 1 else Op("bor", tuple(found))
+            either = _equals_one_of(values[0], values[1:])
             return Op("not", (either,)) if type(node.ops[0]) is ast.NotIn else either
 
         return combine(parts, member)
@@ -647,9 +645,7 @@ class Analysis(CallValues):
         alts = self.values(match.subject, frame, match)
         if len({a.value for a in alts}) != 1 or not is_int(alts[0].value):
             return None
-        subject = alts[0].value
-        found = [Op("cmp", (subject, Const(n)), "==") for n in numbers]
-        taken = found[0] if len(found) == 1 else Op("bor", tuple(found))
+        taken = _equals_one_of(alts[0].value, [Const(n) for n in numbers])
         if case.guard is None:
             return taken
         guards = self.values(case.guard, frame, match)
@@ -676,3 +672,10 @@ class Analysis(CallValues):
         if len(parts) == 1:
             return Op("cmp", (parts[0][0].value, Const(0)), ">")
         return Op("cmp", (parts[1][0].value, parts[0][0].value), ">")
+
+
+def _equals_one_of(subject: Expr, values: Sequence[Expr]) -> Expr:
+    """``subject == a or subject == b ...``: what ``in (a, b)`` and
+    ``case a | b`` test."""
+    found = [Op("cmp", (subject, v), "==") for v in values]
+    return found[0] if len(found) == 1 else Op("bor", tuple(found))
