@@ -32,8 +32,11 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     facts, reporter = walk(tree, source, path, settings)
     lines: list[str] = []
     verdicts: list[str] = []
+    inner = row_sizing.InnerCalls(reporter.analysis, facts)
     for cls in facts.classes:
-        for allocation in cls.allocations:
+        # A call of a function of the file that allocates is shown when what
+        # it makes is judged as a row at the call.
+        for allocation in (*cls.allocations, *cls.calls):
             call = allocation.call
             stmt = reporter.analysis.statement(
                 reporter.analysis.frame_of(allocation.function), call
@@ -41,7 +44,11 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
             node = stmt if stmt is not None else call
             if not node.lineno <= row <= node.end_lineno:
                 continue
-            lines += _allocation(allocation, cls, reporter, source, path)
+            topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
+            judgement = row_sizing.judge(allocation, reporter.analysis, topk, inner)
+            if judgement is None and allocation not in cls.allocations:
+                continue
+            lines += _allocation(allocation, cls, judgement, source, path)
             verdicts.append(lines.pop())
     if not lines:
         raise NothingToExplain(
@@ -52,7 +59,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     return "\n".join(lines) + "\n", worst
 
 
-def _allocation(allocation, cls, reporter, source: Source, path: str) -> list[str]:
+def _allocation(allocation, cls, judgement, source: Source, path: str) -> list[str]:
     call = allocation.call
     function = allocation.function.node.name
     row, column = source.position(source.index(call.lineno, call.col_offset))
@@ -66,8 +73,6 @@ def _allocation(allocation, cls, reporter, source: Source, path: str) -> list[st
         else "not a multi-step draft backend: KVI003 does not judge it"
     )
     lines.append(f"  in {cls.node.name}.{function} ({kind})")
-    topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
-    judgement = row_sizing.judge(allocation, reporter.analysis, topk)
     if judgement is None:
         lines.append(
             "  not a kv_indices row: no path is per step with a context size "

@@ -20,7 +20,8 @@ import sys
 from collections.abc import Sequence
 
 from lint_plugin.engine import lazy_methods, scan, syntax
-from lint_plugin.engine.analysis import Walker, file_allocator_aliases, module_of
+from lint_plugin.engine.allocations import file_allocator_aliases
+from lint_plugin.engine.analysis import Walker, module_of
 from lint_plugin.engine.facts import helper_aliases
 from lint_plugin.engine.facts import helper_names as _helper_names
 from lint_plugin.engine.module_scope import ModuleScope, TextModuleScope

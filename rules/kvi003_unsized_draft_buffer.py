@@ -59,6 +59,22 @@ _FIXED = _TEMPLATE.replace(
     "            ),\n",
 )
 
+# The buffer made by a method of the class: judged at the call, with its argument.
+_HELPER = """\
+import torch
+
+
+class FooMultiStepDraftBackend:
+    def __init__(self, topk):
+        self.topk = topk
+
+    def _alloc_rows(self, width):
+        return torch.zeros((self.speculative_num_steps, width), dtype=torch.int32)
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int):
+        self.cuda_graph_kv_indices = self._alloc_rows({width})
+"""
+
 _BODY = """\
 import functools
 
@@ -204,6 +220,15 @@ viewed as `.view(steps, -1)`), `(steps, count, context)`, and rows allocated one
 per step (a comprehension, or a loop appending them, over `range(steps)`).
 Buffers assigned to another per-step name (`kv_indptr`, masks) are not
 kv_indices rows.
+
+A buffer made by a function or method of the file (`_alloc_rows(steps, width)`,
+`self._make_rows(max_bs * self.max_context_len)`, one returning the tensor or
+assigning it to `self`) is judged at the call, with the values the call gives
+the parameters, and the finding points at the argument that is the row's width
+(else at the call; no fix there). A helper calling a helper is read the same
+way, a few calls deep. A method's row that does not depend on the call's values
+is judged where the method allocates, once. A function of another module, or a
+method of another object, stays opaque.
 
 ## Why is this bad?
 The index kernel writes `topk` branches for every sequence, so a row must hold
@@ -358,6 +383,11 @@ that name).
         ),
         # Not judged: a width of another module's function.
         Example(_method("width = compute_width(max_bs)", _ALLOC)),
+        Example(
+            _HELPER.format(
+                width="draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)"
+            )
+        ),
     ),
     invalid=(
         Example(
@@ -466,6 +496,8 @@ that name).
                 _ALLOC,
             )
         ),
+        # Made by a method of the class: found at the call's argument, no fix.
+        Example(_HELPER.format(width="max_bs * self.max_context_len")),
     ),
 )
 

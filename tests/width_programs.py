@@ -451,7 +451,42 @@ def allocation(spelling: str) -> tuple[list[str], str]:
         ],
         "three-d": [f"{target} = torch.zeros(({steps}, width, 1))"],
     }
+    if spelling in HELPERS:
+        rows[spelling] = [
+            line.format(target=target, steps=steps) for line in HELPERS[spelling][2]
+        ]
     return [f"steps = {STEPS}", *rows[spelling]], spelling
+
+
+# Spellings through a function or method of the module that allocates, given
+# the width (and the step count) as arguments: (module text, the class's
+# methods, the lines of the method that calls it).
+HELPERS = {
+    "helper-function": (
+        "def _alloc_rows(n, w):\n    return torch.zeros((n, w), dtype=torch.int32)\n",
+        "",
+        ["{target} = _alloc_rows({steps}, width)"],
+    ),
+    "helper-method": (
+        "",
+        "    def _alloc_rows(self, w):\n"
+        "        return torch.empty((self.speculative_num_steps, w))\n",
+        ["{target} = self._alloc_rows(width)"],
+    ),
+    "helper-assign": (
+        "",
+        "    def _make_rows(self, n, *, w):\n"
+        "        self.cuda_graph_kv_indices = torch.zeros((n, w))\n",
+        ["self._make_rows({steps}, w=width)"],
+    ),
+    "helper-nested": (
+        "def _alloc_rows(n, w):\n    return torch.zeros(n, w)\n",
+        "    def _rows_for(self, w):\n"
+        "        return _alloc_rows(self.speculative_num_steps, w)\n",
+        ["{target} = self._rows_for(width)"],
+    ),
+}
+SPELLINGS += list(HELPERS)
 
 
 @st.composite
@@ -468,6 +503,7 @@ def programs(draw) -> Program:
     pad = draw(_pick(("16", "64", "3")))
     skip = skip or base_skip or rows_skip
     method = "".join(f"        {line}\n" for line in [*body, *alloc])
+    module_helpers, class_helpers, _ = HELPERS.get(spelling, ("", "", ()))
     source = f"""\
 import functools
 import math
@@ -482,6 +518,7 @@ def round_up(x, multiple):
     return (x + multiple - 1) // multiple * multiple
 
 
+{module_helpers}
 class Base:
     def set_row(self, max_bs):
         n = max_bs
@@ -504,6 +541,7 @@ class GenMultiStepDraftBackend(Base):
     def _rows(self, x):
         return {rows_expr}
 
+{class_helpers}
     def init_cuda_graph_state(self, max_bs, flag_a, flag_b):
 {method}"""
     return Program(source, how, context, skip)

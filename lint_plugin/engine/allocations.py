@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.records import record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from lint_plugin.engine.module_scope import ModuleScope
 
 # A class is a multi-step draft backend when its name says so, whatever the prefix:
 # FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future
@@ -64,6 +70,112 @@ def allocator_aliases(text: str) -> frozenset[str]:
         if text[word_start:start] in _TORCH_ALLOCATORS:
             found.add(match.group(1))
     return frozenset(found)
+
+
+def file_allocator_aliases(module: ModuleScope) -> frozenset[str]:
+    """Other names the file calls an allocator by (its whole text's), found
+    once per file: the regions share the module."""
+    found = getattr(module, "allocator_aliases", None)
+    if found is None:
+        found = module.allocator_aliases = allocator_aliases(module.source.text)
+    return found
+
+
+def file_allocating_functions(module: ModuleScope) -> AllocatingFunctions:
+    """``allocating_functions`` of the file."""
+    return allocating_functions(module.source.text, file_allocator_aliases(module))
+
+
+@functools.lru_cache(maxsize=4)  # once per file: the walk's and the regions' plans
+def allocating_functions(
+    text: str, aliases: frozenset[str] = frozenset()
+) -> AllocatingFunctions:
+    """The functions and methods of ``text`` whose call in a draft backend
+    KVI003 judges (with the values the call gives), by name, read on the text
+    (a superset: a function runs from its ``def`` to the next ``def`` or
+    ``class`` at its indentation or less, the functions nested in it
+    included): ``names``, those whose body names an allocator (torch's, a
+    tensor's ``new_*``, one of ``aliases``) or one of ``names``;
+    ``with_steps``, those of them that name a draft step count or one of
+    ``with_steps``."""
+    spans = _function_spans(text)
+    names = _closure(text, spans, [*vocabulary.ALLOCATOR_WORDS, *aliases])
+    spans = [span for span in spans if span[2] in names]
+    with_steps = _closure(text, spans, vocabulary.words((Role.NUM_STEPS,)), True)
+    return AllocatingFunctions(names, with_steps)
+
+
+@record(frozen=True)
+class AllocatingFunctions:
+    names: frozenset[str]
+    with_steps: frozenset[str]
+
+
+# How many calls deep a function is found to allocate (or name a step count):
+# the width analysis follows calls as deep (flow.call_values.MAX_DEPTH).
+_CALLS_DEEP = 4
+
+
+def _closure(text: str, spans, words, substring: bool = False) -> frozenset[str]:
+    """The functions whose span names one of ``words`` (as a whole identifier,
+    or inside one: ``substring``), or one of these functions, ``_CALLS_DEEP``
+    calls deep."""
+    found: set[str] = set()
+    for _ in range(_CALLS_DEEP):
+        if not (words and spans):
+            break
+        offsets = (
+            vocabulary.substring_offsets(text, words)
+            if substring
+            else vocabulary.word_offsets(text, words)
+        )
+        new = {
+            name
+            for start, end, name in spans
+            if bisect.bisect_left(offsets, start) < bisect.bisect_left(offsets, end)
+        }
+        words, substring = sorted(new - found), False
+        found |= new
+        spans = [span for span in spans if span[2] not in found]
+    return frozenset(found)
+
+
+def _function_spans(text: str) -> list[tuple[int, int, str]]:
+    spans: list[tuple[int, int, str]] = []
+    blocks: list[tuple[int, int, str | None]] = []  # open: (indent, start, name)
+    for at in vocabulary.word_offsets(text, ("def", "class")):
+        match = _BLOCK_HEAD.match(text, at)
+        line = text.rfind("\n", 0, at) + 1
+        indent = len(text[line:at]) - len(text[line:at].lstrip(" \t"))
+        if match is None or not (
+            line + indent == at or _ASYNC.fullmatch(text, line + indent, at)
+        ):
+            continue  # not a block's head: `x = def_(...)`, prose
+        while blocks and blocks[-1][0] >= indent:
+            _, start, name = blocks.pop()
+            if name is not None:
+                spans.append((start, line, name))
+        blocks.append((indent, match.end(), match[2] if match[1] == "def" else None))
+    spans += [(start, len(text), name) for _, start, name in blocks if name]
+    return spans
+
+
+def may_call_allocating(func: ast.expr, names: frozenset[str]) -> bool:
+    """``f(...)`` or ``self.f(...)`` (an owner that is a name), ``f`` one of the
+    file's functions that may allocate (``AllocatingFunctions.names``); a
+    method of another object (``self.backends[i].f(...)``) is not read."""
+    if isinstance(func, ast.Name):
+        return func.id in names
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.attr in names
+    )
+
+
+# `def name(`, `class Name(` or `class Name:` (after a line's indentation).
+_BLOCK_HEAD = re.compile(r"(def|class)[ \t]+(\w+)[ \t]*[(:\[]")
+_ASYNC = re.compile(r"async[ \t]+")
 
 
 def is_draft_backend_class(name: str) -> bool:

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
-    allocator_aliases,
+    file_allocating_functions,
+    file_allocator_aliases,
     inherited_role_attributes,
     is_allocation,
     may_be_draft_backend,
+    may_call_allocating,
     named_draft_backend,
     role_attributes,
 )
@@ -224,15 +226,6 @@ def module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
     return EmptyModuleScope(source)
 
 
-def file_allocator_aliases(module: ModuleScope) -> frozenset[str]:
-    """Other names the file calls an allocator by (its whole text's), found
-    once per file: the regions share the module."""
-    found = getattr(module, "allocator_aliases", None)
-    if found is None:
-        found = module.allocator_aliases = allocator_aliases(module.source.text)
-    return found
-
-
 class Walker:
     """Walks one tree and gathers facts for the rules (the inline formulas it
     matches among them); it decides and reports nothing."""
@@ -254,11 +247,24 @@ class Walker:
         self.targets: dict[int, str] = {}  # id(call) -> name it is assigned to
         self._functions: list[FunctionFacts] = []  # every one made (release)
         self._filling: LazyFunctionFacts | None = None  # a deferred method walked
+        self._aliases: frozenset[str] | None = None
+        self._allocating: frozenset[str] | None = None
 
     @property
     def allocator_aliases(self) -> frozenset[str]:
         """Other names the file calls an allocator by (its whole text's)."""
-        return file_allocator_aliases(self.module)
+        found = self._aliases
+        if found is None:
+            found = self._aliases = file_allocator_aliases(self.module)
+        return found
+
+    @property
+    def allocating_functions(self) -> frozenset[str]:
+        """The file's functions and methods that may allocate (by its text)."""
+        found = self._allocating
+        if found is None:
+            found = self._allocating = file_allocating_functions(self.module).names
+        return found
 
     def release(self) -> None:
         """Cut the references that point back (a binding to its function, a
@@ -365,7 +371,10 @@ class Walker:
         if not (named or may_be_draft_backend(text, attributes)):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)
-        rows = vocabulary.fact_rows(text, self.allocator_aliases, node.lineno)
+        facts.read_whole = True
+        rows = vocabulary.fact_rows(
+            text, self.allocator_aliases | self.allocating_functions, node.lineno
+        )
         return _Context(None, None, facts, rows)
 
     def _defer(self, node, ctx: _Context) -> None:
@@ -525,6 +534,10 @@ class Walker:
             isinstance(call.func, ast.Subscript) and AST.name(call.func.value) == KERNEL
         ):
             cls.launches.append(Launch(call, function))
+        elif ctx.whole is not None and may_call_allocating(
+            call.func, self.allocating_functions
+        ):
+            cls.calls.append(Allocation(call, function, self.targets.get(id(call))))
 
     # ---- the inline formulas (KVI001 / KVI002 report them) -------------------
 

@@ -214,7 +214,14 @@ class ClassFacts:
     node: ast.ClassDef
     functions: list[FunctionFacts] = field(default_factory=list)
     allocations: list[Allocation] = field(default_factory=list)
+    # Calls of a function or method of the file that names an allocator
+    # (``self._alloc_rows(width)``): KVI003 judges what it makes with the
+    # values the call gives (``allocations.allocating_functions``).
+    calls: list[Allocation] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
+    # Read whole (it may be a draft backend): every allocation and call above
+    # of its methods' own bodies is here.
+    read_whole: bool = False
     # self.<attr> anywhere in the class, for the attributes that are a topk or a
     # draft step count (the only ones the rules read by name).
     attributes: set[str] = field(default_factory=set)

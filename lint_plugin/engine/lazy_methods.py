@@ -24,6 +24,7 @@ import ast
 from collections.abc import Sequence
 
 from lint_plugin.engine import syntax, vocabulary
+from lint_plugin.engine.allocations import allocating_functions
 from lint_plugin.engine.facts import _PREFIX, GUARD, KERNEL
 from lint_plugin.engine.roles import role_of_name
 from lint_plugin.records import record
@@ -111,9 +112,11 @@ def plan(
     the class is always parsed: the class's own end is its end."""
     lines, text = layout.lines, layout.text
     class_end = layout.block_end(class_row)
+    # A method that calls (or is) one that allocates: KVI003 judges the call.
+    calls_allocator = allocating_functions(text, allocators).names
     found = []
     for row, kind, name in layout.children(class_row):
-        if kind != "def":
+        if kind != "def" or name in calls_allocator:
             continue
         end = layout.block_end(row)
         if end >= class_end:

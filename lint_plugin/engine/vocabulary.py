@@ -294,20 +294,42 @@ def fact_rows(text: str, aliases: Iterable[str] = (), first_row: int = 1) -> lis
     offset): a word with no word character on either side."""
     from lint_plugin.engine.source import rows_of
 
+    words = [*fact_words(), *sorted(set(aliases))]
+    return rows_of(text, word_offsets(text, words), first_row)
+
+
+def substring_offsets(text: str, words: Iterable[str]) -> list[int]:
+    """Where each of ``words`` stands in ``text``, inside an identifier or not."""
     starts = []
-    for word in dict.fromkeys([*fact_words(), *sorted(set(aliases))]):
-        size = len(word)
+    for word in dict.fromkeys(words):
         at = text.find(word)
         while at >= 0:
-            before = text[at - 1] if at else ""
-            after = text[at + size] if at + size < len(text) else ""
-            if not (
-                before.isalnum() or before == "_" or after.isalnum() or after == "_"
-            ):
-                starts.append(at)
+            starts.append(at)
             at = text.find(word, at + 1)
     starts.sort()
-    return rows_of(text, starts, first_row)
+    return starts
+
+
+def word_offsets(text: str, words: Iterable[str]) -> list[int]:
+    """Where each of ``words`` stands as a whole identifier in ``text``, in
+    order. Only the words no other one holds are searched for (``zeros``
+    finds ``new_zeros``): each hit is widened to the identifier around it."""
+    wanted = set(words)
+    anchors = [w for w in wanted if not any(o != w and o in w for o in wanted)]
+    size = len(text)
+    starts = set()
+    for anchor in anchors:
+        at = text.find(anchor)
+        while at >= 0:
+            first, last = at, at + len(anchor)
+            while first and (text[first - 1].isalnum() or text[first - 1] == "_"):
+                first -= 1
+            while last < size and (text[last].isalnum() or text[last] == "_"):
+                last += 1
+            if text[first:last] in wanted:
+                starts.add(first)
+            at = text.find(anchor, last)
+    return sorted(starts)
 
 
 @functools.lru_cache(maxsize=1)

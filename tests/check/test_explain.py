@@ -14,6 +14,7 @@ from lint_plugin.rules import RULES
 KVI003 = RULES["KVI003"]
 BRANCHED = next(e.code for e in KVI003.invalid if "if flag:" in e.code)
 NOT_JUDGED = next(e.code for e in KVI003.valid if "compute_width" in e.code)
+THROUGH_A_METHOD = next(e.code for e in KVI003.invalid if "_alloc_rows" in e.code)
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -43,6 +44,24 @@ def test_each_path_of_an_allocation_is_explained(tmp_path: Path, capsys) -> None
         "unsized: max_bs=1, self.topk=2, self.max_context_len=1 gives 1 < 2" in branch
     )
     assert out.rstrip().endswith("verdict: unsized (KVI003)")
+
+
+def test_a_call_of_a_method_that_allocates_is_explained(tmp_path: Path, capsys) -> None:
+    """At the call: the row the method makes with the call's width; where the
+    method allocates, with its own parameter, no row (a width of no role)."""
+    path = tmp_path / "b.py"
+    path.write_text(THROUGH_A_METHOD)
+    row = row_of(THROUGH_A_METHOD, "= self._alloc_rows(")
+    status, out, err = run(capsys, "check", "--no-config", "--explain", f"{path}:{row}")
+    assert (status, err) == (1, "")
+    head = f"{path}:{row}:38: self._alloc_rows(max_bs * self.max_context_len)\n"
+    assert out.startswith(head)
+    assert "  path 1 of 1: width max_bs * self.max_context_len\n" in out
+    assert out.rstrip().endswith("verdict: unsized (KVI003)")
+    row = row_of(THROUGH_A_METHOD, "return torch.zeros(")
+    status, out, _ = run(capsys, "check", "--no-config", "--explain", f"{path}:{row}")
+    assert status == 0
+    assert "not a kv_indices row" in out
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.scopes import ClassInfo, Scope
@@ -65,6 +65,30 @@ class Alt:
         return f"Alt({sy.render(self.value)}, rows={self.rows})"
 
 
+class Arguments:
+    """A call's values of its function's parameters, each read when first
+    asked for: most calls read few of them, and an argument's value can take
+    a walk of the caller's flow. Holds what to read (the argument, the frame
+    and statement it is read in), not the analysis that reads it: no cycle
+    keeps a file's analysis alive past its release."""
+
+    __slots__ = ("_given", "_values")
+
+    def __init__(self, given: dict[str, tuple[ast.AST, Frame, object]]) -> None:
+        self._given = given
+        self._values: dict[str, list[Alt]] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._given
+
+    def read(self, name: str, values: Callable[..., list[Alt]]) -> list[Alt]:
+        """The value of parameter ``name`` (``values``: the analysis's)."""
+        found = self._values.get(name)
+        if found is None:
+            found = self._values[name] = values(*self._given[name])
+        return found
+
+
 class Frame:
     """A scope being read, with the values of its parameters when it is a call;
     ``instance``: the class ``self`` is an instance of, when that is a subclass
@@ -75,7 +99,7 @@ class Frame:
     def __init__(
         self,
         scope: Scope,
-        args: dict[str, list[Alt]] | None = None,
+        args: Arguments | None = None,
         depth: int = 0,
         calling: frozenset[int] = frozenset(),
         instance: ClassInfo | None = None,

@@ -16,6 +16,7 @@ from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import (
     SERIAL,
     Alt,
+    Arguments,
     Frame,
     Ref,
     combine,
@@ -165,8 +166,21 @@ class CallValues:
     ):
         """A call of a function or method of the file: its returns, with the
         arguments' values bound to its parameters."""
+        call = self.call_frame(function, where, node, frame, stmt, method)
+        if call is None:
+            return [Alt(self._opaque(node, frame))]
+        callee, _ = call
+        return self._returns(function, callee)
+
+    def call_frame(
+        self, function, where, node: ast.Call, frame: Frame, stmt, method: bool
+    ) -> tuple[Frame, dict[str, ast.expr]] | None:
+        """The frame ``function`` runs in when ``node`` calls it from ``frame``:
+        the arguments' values bound to its parameters, with the argument each
+        parameter was given (a default's is none); None when it cannot be read
+        (too deep, recursion, starred or unknown arguments)."""
         if frame.depth >= MAX_DEPTH or id(function) in frame.calling:
-            return [Alt(self._opaque(node, frame))]  # too deep, or recursion
+            return None
         if isinstance(where, ClassInfo):
             scope = where.scope(function)
         else:
@@ -181,15 +195,14 @@ class CallValues:
             or len(node.args) > len(positional)
             or any(isinstance(a, ast.Starred) for a in node.args)
         ):
-            return [Alt(self._opaque(node, frame))]
-        bound: dict[str, list[Alt]] = {}
-        for name, arg in zip(positional, node.args, strict=False):
-            bound[name] = self.values(arg, frame, stmt)
+            return None
+        given: dict[str, ast.expr] = dict(zip(positional, node.args, strict=False))
         every = [*positional, *(a.arg for a in args.kwonlyargs)]
         for keyword in node.keywords:
-            if keyword.arg is None or keyword.arg not in every or keyword.arg in bound:
-                return [Alt(self._opaque(node, frame))]
-            bound[keyword.arg] = self.values(keyword.value, frame, stmt)
+            if keyword.arg is None or keyword.arg not in every or keyword.arg in given:
+                return None
+            given[keyword.arg] = keyword.value
+        bound = {name: (arg, frame, stmt) for name, arg in given.items()}
         defaults = dict(
             zip(
                 positional[len(positional) - len(args.defaults) :],
@@ -209,13 +222,14 @@ class CallValues:
         for name in every:
             if name not in bound:
                 if name not in defaults:
-                    return [Alt(self._opaque(node, frame))]
-                bound[name] = self.values(
-                    defaults[name], self._frame(outer), where_defined
-                )
+                    return None
+                bound[name] = (defaults[name], self._frame(outer), where_defined)
         calling = frame.calling | {id(function)}
         instance = frame.cls if method and frame.cls is not where else None
-        return self._returns(function, scope, bound, frame.depth + 1, calling, instance)
+        callee = self.new_frame(
+            scope, Arguments(bound), frame.depth + 1, calling, instance
+        )
+        return callee, given
 
     def _function_scope(self, function, outer: Scope) -> Scope:
         """A function of the module (or one nested in a function): its scope."""
@@ -231,10 +245,8 @@ class CallValues:
             )
         return found
 
-    def _returns(
-        self, function, scope: Scope, bound, depth: int, calling, instance=None
-    ) -> list[Alt]:
-        callee = self.new_frame(scope, bound, depth, calling, instance)
+    def _returns(self, function, callee: Frame) -> list[Alt]:
+        scope = callee.scope
         flow = scope.flow(REACH)
         found: list[Alt] = []
         for ret, facts in flow.returns:

@@ -14,21 +14,26 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+from collections.abc import Callable
 
 from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
 from lint_plugin.engine.flow.known_values import (
     ALLOCATORS,
+    MEMBERS,
+    MODULES,
+    OPAQUE_BUILTINS,
+    PASSING,
     RESHAPES,
     SHAPE_FIRST,
     last_name,
     literal_dims,
 )
 from lint_plugin.engine.flow.scopes import REACH
-from lint_plugin.engine.flow.step_counts import may_hold_steps
+from lint_plugin.engine.flow.step_counts import CallParameters, may_hold_steps
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.flow.widths import Analysis
-from lint_plugin.engine.roles import Role
+from lint_plugin.engine.roles import Role, other_buffer_of, role_of_name
 
 
 class Row:
@@ -100,42 +105,77 @@ class _Shape:
         self.written = written
 
 
-def allocation_rows(analysis: Analysis, function, call: ast.Call) -> list[Row] | None:
+def allocation_rows(
+    analysis: Analysis, function, call: ast.Call, inner: Inner | None = None
+) -> list[Row] | None:
     """The per-step rows an allocation call makes, one per path; None when it
-    is no allocation (or none of its paths is per step)."""
+    is no allocation (or none of its paths is per step). With ``inner``, a
+    call of a function or method of the file is read as the allocations it
+    makes (see ``_helper_rows``)."""
     frame = analysis.frame_of(function)
+    return _rows(analysis, frame, call, _walked_test(analysis, function), inner)
+
+
+# ``Inner``: the allocations (and the calls of functions that allocate) a
+# function's own body makes, by its node, and whether a call may make a per-step
+# row at all (``row_sizing.InnerCalls``).
+TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
+if TYPE_CHECKING:
+    from lint_plugin.engine.flow.row_sizing import InnerCalls as Inner
+
+# May this dimension, in the frame it is read in, hold a draft step count? A
+# quick test before any value is computed (it may say maybe, never wrongly no).
+StepsTest = Callable[[ast.expr], bool]
+
+
+def _walked_test(analysis: Analysis, function) -> StepsTest:
+    return lambda node: may_hold_steps(analysis, node, function)
+
+
+def _walked_call_test(analysis: Analysis, function, call) -> StepsTest:
+    return lambda node: may_hold_steps(analysis, node, function, call)
+
+
+def _rows(
+    analysis: Analysis,
+    frame: Frame,
+    call: ast.Call,
+    may_be_steps: StepsTest,
+    inner: Inner | None,
+) -> list[Row] | None:
+    """``allocation_rows`` in ``frame``."""
     stmt = analysis.statement(frame, call)
     text = frame.scope.source.segment(stmt) if stmt is not None else ""
     loop = _per_step_loop(analysis, frame, stmt, call, text)
     viewed = ("view" in text or "reshape" in text) and _viewed(call, stmt)
     func = call.func
+    if inner is not None and not inner.may_make_rows(call, may_be_steps):
+        return None  # `self._alloc_rows(w)` with no step count where it could be
     if (
         not (loop or viewed)
         and isinstance(func, ast.Attribute)
         and func.attr in ALLOCATORS
-        and not any(may_hold_steps(analysis, d, function) for d in _first_dims(call))
+        and not any(map(may_be_steps, _first_dims(call)))
     ):
         return None  # torch.zeros((max_bs, n)): no step count where it could be
+    callees = analysis.values(call.func, frame, stmt)
     allocators = [
         c
-        for c in analysis.values(call.func, frame, stmt)
+        for c in callees
         if isinstance(c.value, Ref) and c.value.kind in ("alloc", "partial")
     ]
     if not allocators:
-        return None
+        if inner is None:
+            return None
+        return _helper_rows(analysis, frame, stmt, call, callees, inner, may_be_steps)
     found: list[Row] = []
     reach = None
     for allocator in allocators:
         for shape in _shapes(
-            analysis, allocator.value, call, frame, stmt, loop or viewed, function
+            analysis, allocator.value, call, frame, stmt, loop or viewed, may_be_steps
         ):
             if reach is None:
-                reach = [
-                    frozenset((k, n, p, frame) for k, n, p in fact.conds)
-                    for fact in (
-                        frame.scope.flow(REACH).at(stmt) if stmt is not None else ()
-                    )
-                ] or [frozenset()]
+                reach = _reach(frame, stmt)
             shape.conds |= allocator.conds
             row = _per_step(analysis, shape, call, frame, stmt, loop)
             if row is None:
@@ -153,6 +193,169 @@ def allocation_rows(analysis: Analysis, function, call: ast.Call) -> list[Row] |
                     )
                 )
     return found or None
+
+
+def _reach(frame: Frame, stmt) -> list[frozenset]:
+    """The sets of branch conditions under which ``stmt`` runs in ``frame``."""
+    return [
+        frozenset((k, n, p, frame) for k, n, p in fact.conds)
+        for fact in (frame.scope.flow(REACH).at(stmt) if stmt is not None else ())
+    ] or [frozenset()]
+
+
+def _helper_rows(
+    analysis: Analysis,
+    frame: Frame,
+    stmt,
+    call: ast.Call,
+    callees,
+    inner: Inner,
+    may_be_steps: StepsTest,
+) -> list[Row] | None:
+    """A call of a function or method of the file that allocates
+    (``self._alloc_rows(max_bs * self.max_context_len)``): the per-step rows
+    its allocations make with the values this call gives its parameters,
+    shown at the argument a row's width is (else at the call). No fix is
+    offered there. A method of the class is judged where it allocates too:
+    only what the call changes is judged at the call."""
+    found: list[Row] = []
+    reach = None
+    for callee in callees:
+        ref = callee.value
+        if not (isinstance(ref, Ref) and ref.kind in ("function", "method")):
+            continue
+        node, where = ref.payload
+        made = inner(node)
+        if not made:
+            continue
+        method = ref.kind == "method"
+        bound = analysis.call_frame(node, where, call, frame, stmt, method)
+        if bound is None:
+            continue
+        callee_frame, given = bound
+        walked = inner.walked(node)
+        if walked is not None:
+
+            def given_steps(name: str, given=given) -> bool:
+                # A parameter left to its default: its default may be one.
+                return name not in given or may_be_steps(given[name])
+
+            in_call = _walked_call_test(
+                analysis, walked, CallParameters(callee_frame, walked, given_steps)
+            )
+        else:
+            in_call = _call_test(analysis, callee_frame, given, may_be_steps)
+        for inner_call in made:
+            if _other_buffer(analysis, callee_frame, inner_call):
+                continue
+            rows = _rows(analysis, callee_frame, inner_call, in_call, inner) or []
+            if rows and method and callee_frame.instance is None:
+                own = analysis._frame(callee_frame.scope)
+                alone = _rows(analysis, own, inner_call, _maybe, inner) or []
+                rows = [
+                    r
+                    for r in rows
+                    if not any(r.width == a.width and r.how == a.how for a in alone)
+                ]
+            if rows and reach is None:
+                reach = _reach(frame, stmt)
+            for row in rows:
+                shown = row.shown
+                shown = (
+                    given[shown.id]
+                    if isinstance(shown, ast.Name)
+                    and shown.id in given
+                    and not callee_frame.scope._may_bind(shown.id)
+                    else call
+                )
+                for conds in reach or ():
+                    found.append(
+                        Row(
+                            row.width,
+                            row.conds | callee.conds | conds,
+                            row.rows,
+                            None,
+                            shown,
+                            None,
+                            row.how,
+                        )
+                    )
+    return found or None
+
+
+def _maybe(node: ast.expr) -> bool:
+    return True
+
+
+def _call_test(
+    analysis: Analysis, frame: Frame, given: dict[str, ast.expr], caller: StepsTest
+) -> StepsTest:
+    """``StepsTest`` in a call's frame, read as ``step_counts`` reads a walked
+    function's: a parameter holds a step count where the call's argument for
+    it may (asked in the caller); any other name the function binds may (it
+    may come from a parameter), as may a name of no role; an attribute or a
+    method of an object the function binds is an opaque value (no step
+    count), one of ``self`` or of a module may be one."""
+    scope = frame.scope
+    bound = set(scope.params)
+
+    def local(name: str) -> bool:
+        return name in bound or scope._may_bind(name)
+
+    def name(node: ast.Name) -> bool:
+        if node.id in given and not scope._may_bind(node.id):
+            return caller(given[node.id])
+        if node.id in OPAQUE_BUILTINS or node.id in MODULES:
+            return False
+        return local(node.id) or role_of_name(node.id) in (None, Role.NUM_STEPS)
+
+    def attribute(node: ast.Attribute) -> bool:
+        role = role_of_name(node.attr)
+        if role is not None:
+            return role is Role.NUM_STEPS
+        owner = node.value
+        if node.attr in MEMBERS or not isinstance(owner, ast.Name):
+            return True
+        return owner.id == scope.self_name or not local(owner.id)
+
+    def may_be_steps(node: ast.expr) -> bool:
+        pending = [node]
+        while pending:
+            sub = pending.pop()
+            if isinstance(sub, ast.Name):
+                if name(sub):
+                    return True
+            elif isinstance(sub, ast.Attribute):
+                if attribute(sub):
+                    return True
+            elif isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute):
+                    pending.append(func)  # the method's owner decides
+                elif isinstance(func, ast.Name) and func.id in PASSING:
+                    pending += sub.args
+                elif not (isinstance(func, ast.Name) and func.id in OPAQUE_BUILTINS):
+                    return True
+            else:
+                pending.extend(ast.iter_child_nodes(sub))
+        return False
+
+    return may_be_steps
+
+
+def _other_buffer(analysis: Analysis, frame: Frame, call: ast.Call) -> bool:
+    """Is ``call``'s tensor assigned to another per-step buffer by its name
+    (``self.kv_indptr = torch.zeros(...)``)?"""
+    stmt = analysis.statement(frame, call)
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign):
+        targets = [stmt.target]
+    else:
+        return False
+    return stmt.value is call and any(
+        other_buffer_of(last_name(t) or "") for t in targets
+    )
 
 
 def _per_step(
@@ -182,7 +385,7 @@ def _shapes(
     frame: Frame,
     stmt,
     any_first: bool,
-    function=None,
+    may_be_steps: StepsTest | None = None,
 ) -> list[_Shape]:
     """The dimensions an allocator call asks for, on each path (only those
     whose first dimension is a step count, unless ``any_first``: a single
@@ -224,10 +427,10 @@ def _shapes(
     if literal is not None:
         # Each dimension on its own: the width's path keeps its site and rows.
         where = spec[0][1:] if len(spec) == 1 else (frame, stmt)
-        if not any_first and function is not None and where[0] is frame:
+        if not any_first and may_be_steps is not None and where[0] is frame:
             # Most allocations are not per step: their first dimension (or a
             # flat one's factors) holds no step count, often plainly so.
-            if not may_hold_steps(analysis, literal[0], function):
+            if not may_be_steps(literal[0]):
                 return []
             if len(literal) >= 2 and not any(
                 is_steps(a.value) for a in analysis.values(literal[0], *where)

@@ -22,19 +22,37 @@ from lint_plugin.engine.flow.widths import Analysis
 from lint_plugin.engine.roles import Role, role_of_name
 
 
-def may_hold_steps(analysis: Analysis, node: ast.AST, function) -> bool:
+def may_hold_steps(
+    analysis: Analysis, node: ast.AST, function, call: CallParameters | None = None
+) -> bool:
     """Can ``node``'s value, in the walked ``function`` (a :class:`FunctionFacts`),
     hold a step count at all? Asked before any value is computed: most
     allocations are not per step. It reads the walk's bindings, every one of a
     name whatever the path (so it can only say maybe where the values would say
     no), and never evaluates anything; False only where
-    :meth:`Analysis.values` could not give a step count either."""
-    key = (id(node), id(function))
+    :meth:`Analysis.values` could not give a step count either. ``call``: the
+    function is read as a call runs it, its parameters holding what the call
+    gives them."""
+    key = (id(node), id(function), id(call))
     found = analysis._steps.get(key)
     if found is None:
         analysis._steps[key] = False  # through itself: the other definitions decide
-        found = analysis._steps[key] = _holds_steps(analysis, node, function)
+        found = analysis._steps[key] = _holds_steps(analysis, node, function, call)
     return found
+
+
+class CallParameters:
+    """A call of a walked function: whether a parameter may hold a step count
+    is whether the call's value for it may (``may_be_steps``, asked in the
+    caller). Kept alive with the frame it stands for (the analysis's memo
+    keys hold ids)."""
+
+    __slots__ = ("frame", "function", "may_be_steps")
+
+    def __init__(self, frame, function, may_be_steps) -> None:
+        self.frame = frame
+        self.function = function
+        self.may_be_steps = may_be_steps
 
 
 _SPLIT = {
@@ -51,13 +69,15 @@ _SPLIT = {
 }
 
 
-def _holds_steps(analysis: Analysis, node: ast.AST, function) -> bool:
+def _holds_steps(analysis: Analysis, node: ast.AST, function, call) -> bool:
     kind = type(node)
     if kind is ast.Constant:
         return False
     split = _SPLIT.get(kind)
     if split is not None:
-        return any(may_hold_steps(analysis, part, function) for part in split(node))
+        return any(
+            may_hold_steps(analysis, part, function, call) for part in split(node)
+        )
     if kind is ast.Attribute:
         role = role_of_name(node.attr)
         owner = node.value
@@ -78,7 +98,7 @@ def _holds_steps(analysis: Analysis, node: ast.AST, function) -> bool:
         # quantity, unless the owner may be a class of the file.
         return isinstance(owner, ast.Name) and not _bound_locally(owner.id, function)
     if kind is ast.Name:
-        return _name_holds_steps(analysis, node.id, function)
+        return _name_holds_steps(analysis, node.id, function, call)
     if kind is ast.Call:
         func = node.func
         if isinstance(func, ast.Attribute):
@@ -100,7 +120,9 @@ def _holds_steps(analysis: Analysis, node: ast.AST, function) -> bool:
             if analysis.helper_names.get(name) or (
                 name in PASSING and not _bound_locally(name, function)
             ):
-                return any(may_hold_steps(analysis, a, function) for a in node.args)
+                return any(
+                    may_hold_steps(analysis, a, function, call) for a in node.args
+                )
             if not _bound_locally(name, function):
                 if name in OPAQUE_BUILTINS:
                     return False  # len(...): an opaque value
@@ -153,19 +175,23 @@ def _bound_locally(name: str, function) -> bool:
     return False
 
 
-def _name_holds_steps(analysis: Analysis, name: str, function) -> bool:
+def _name_holds_steps(analysis: Analysis, name: str, function, call) -> bool:
     scope = function
     while scope is not None:
         bindings = scope.locals.all(name)
-        if bindings:
-            return any(
-                role_of_name(name) is Role.NUM_STEPS
-                if b.value is None
-                else may_hold_steps(analysis, b.value, b.owner or scope)
-                for b in bindings
-            )
-        if name in scope.params:
+        if bindings and any(
+            role_of_name(name) is Role.NUM_STEPS
+            if b.value is None
+            else may_hold_steps(analysis, b.value, b.owner or scope, call)
+            for b in bindings
+        ):
+            return True
+        if name in scope.params:  # its value on entry, rebound or not
+            if call is not None and scope is call.function:
+                return call.may_be_steps(name)
             return role_of_name(name) is Role.NUM_STEPS
+        if bindings:
+            return False
         scope = scope.parent
     if name in MODULES or name in BUILTIN_NAMES or name in OPAQUE_BUILTINS:
         return False  # a module or a function: no integer

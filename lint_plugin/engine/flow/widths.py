@@ -29,6 +29,7 @@ from lint_plugin.engine.flow.alternatives import (
     OPERATORS,
     SERIAL,
     Alt,
+    Arguments,
     Cond,
     Frame,
     Ref,
@@ -245,7 +246,7 @@ class Analysis(CallValues):
                 )
             if name in scope.params:
                 if frame.args is not None and name in frame.args:
-                    return frame.args[name]
+                    return frame.args.read(name, self.values)
                 return [Alt(named_value(name, name))]
             if scope.parent is not None and not scope.parent.is_module:
                 # A closure: the enclosing function's value where this one is defined.
@@ -430,7 +431,10 @@ class Analysis(CallValues):
                     for d in method.decorator_list
                 ):
                     found += self._returns(
-                        method, info.scope(method), {}, 0, frozenset(), instance
+                        method,
+                        self.new_frame(
+                            info.scope(method), Arguments({}), instance=instance
+                        ),
                     )
                 else:
                     found.append(Alt(Ref("method", attr, (method, info))))
