@@ -99,15 +99,17 @@ class Cache:
     def __init__(self, folder: str, settings: Settings) -> None:
         self.root = folder
         self.folder = os.path.join(folder, _code_fingerprint())
-        self._settings = repr(
-            (settings.helpers_module, settings.guard_module, sorted(settings.opt_in))
-        ).encode()
+        self._settings = repr((settings.helpers_module, settings.guard_module)).encode()
         self._writable: bool | None = None
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, opt_in: frozenset[str]) -> str:
+        """The entry of ``path`` holding ``data``, checked with the opt-in
+        rules ``opt_in`` (which differ from file to file: see
+        ``pipeline.file_settings``)."""
         hasher = _hasher()
         hasher.update(f"{path}\0{os.path.abspath(path)}\0".encode())
         hasher.update(self._settings)
+        hasher.update(repr(sorted(opt_in)).encode())
         hasher.update(b"\0")
         hasher.update(data)
         return hasher.hexdigest()

@@ -309,8 +309,8 @@ def run_settings(args: argparse.Namespace, plan: Plan):
 
     defaults = Settings()
     return Settings(
-        # Opt-in rules are computed; each file's own selection decides whether
-        # they are reported (configuration is resolved per file).
+        # Opt-in rules may be computed; each file's own selection (resolved
+        # per file) decides whether they are (check.pipeline.file_settings).
         opt_in=OPT_IN,
         helpers_module=args.helpers_module
         or plan.config.helpers_module

@@ -145,6 +145,10 @@ class Selection:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
     root: str = "."
 
+    def enabled_for(self, path: str) -> frozenset[str]:
+        """Codes enabled for ``path`` (before its per-file ignores)."""
+        return self.enabled
+
     def codes_for(self, path: str) -> frozenset[str]:
         """Codes reported in ``path`` after per-file ignores."""
         if not self.per_file_ignores:
@@ -198,6 +202,9 @@ class PerFileSelection:
         if key not in self._built:
             self._built[key] = self._build(path)
         return self._built[key]
+
+    def enabled_for(self, path: str) -> frozenset[str]:
+        return self.for_path(path).enabled
 
     def codes_for(self, path: str) -> frozenset[str]:
         return self.for_path(path).codes_for(path)

@@ -798,6 +798,58 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
     assert run("check", "backend.py").codes == ["KVI006"]
 
 
+def test_an_opt_in_rule_is_computed_only_for_a_file_that_selects_or_names_it(
+    tmp_path, monkeypatch, run
+) -> None:
+    """Not selected, KVI006 costs nothing; a file whose text names its code (a
+    directive) has it computed all the same, so that KVI100 judges the
+    directive whatever is selected; and the cache keeps the two apart: an
+    entry made without the rule does not answer a run that selects it."""
+    from lint_plugin import linter
+    from lint_plugin.rules import RULES
+
+    computed: list[str] = []
+
+    def counted(code, decide):
+        def wrapper(facts, report):
+            computed.append(report.path)
+            return decide(facts, report)
+
+        return (code, wrapper if code == "KVI006" else decide)
+
+    monkeypatch.setattr(
+        linter, "DECISIONS", tuple(counted(c, d) for c, d in linter.DECISIONS)
+    )
+    code = RULES["KVI006"].invalid[0].code
+    (tmp_path / "backend.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    assert run("check", "--no-config", "--no-cache", "backend.py").status == 0
+    assert computed == []
+    found = run(
+        "check", "--no-config", "--no-cache", "--extend-select", "KVI006", "backend.py"
+    )
+    assert (found.codes, computed) == (["KVI006"], ["backend.py"])
+    # The same file with a directive about the rule: computed, and the
+    # directive is used (no KVI100), whatever is selected.
+    # (on the launch statement's last row, its closing bracket)
+    lines = code.splitlines()
+    last = max(i for i, line in enumerate(lines) if line == "        )")
+    lines[last] += "  # noqa: KVI006"
+    (tmp_path / "named.py").write_text("\n".join(lines) + "\n")
+    computed.clear()
+    assert run("check", "--no-config", "--no-cache", "named.py").status == 0
+    assert computed == ["named.py"]
+    # A cache filled without the rule, then a run selecting it.
+    monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
+    computed.clear()
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert run("check", "--no-config", *cache, "backend.py").status == 0
+    found = run(
+        "check", "--no-config", *cache, "--extend-select", "KVI006", "backend.py"
+    )
+    assert (found.codes, computed) == (["KVI006"], ["backend.py"])
+
+
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
     from lint_plugin import linter
 
