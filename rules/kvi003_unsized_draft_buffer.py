@@ -222,13 +222,20 @@ Buffers assigned to another per-step name (`kv_indptr`, masks) are not
 kv_indices rows.
 
 A buffer made by a function or method of the file (`_alloc_rows(steps, width)`,
-`self._make_rows(max_bs * self.max_context_len)`, one returning the tensor or
-assigning it to `self`) is judged at the call, with the values the call gives
-the parameters, and the finding points at the argument that is the row's width
-(else at the call; no fix there). A helper calling a helper is read the same
-way, a few calls deep. A method's row that does not depend on the call's values
-is judged where the method allocates, once. A function of another module, or a
-method of another object, stays opaque.
+`self._make_rows(max_bs * self.max_context_len)`) is judged at the call (`f(...)`
+or `self.f(...)`), with the values the call gives the parameters: what the
+function returns (alone, or a local it returns) or assigns to an attribute not
+named as another per-step buffer; a scratch local, or an element of a returned
+tuple (which buffer it becomes is the caller's unpacking), is not. The finding
+points at the argument that is the row's width, else at the call, naming the
+width's value and the function (no fix there). A function calling such a
+function is read the same way, four calls deep. A method of the class is also
+judged where it allocates, its parameters read as sizes of their roles
+(`max_bs`), so its call adds only the rows the call changes. Not read (no
+finding, and not counted as not judged): a function with a decorator other than
+`staticmethod`/`classmethod`, or with `*args`/`**kwargs`, a call with starred
+arguments, a lambda, a `functools.partial` of a function, a bound method kept in
+an attribute, a method of another object, a function of another module.
 
 ## Why is this bad?
 The index kernel writes `topk` branches for every sequence, so a row must hold

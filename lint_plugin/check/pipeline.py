@@ -114,14 +114,13 @@ def file_settings(
     settings: Settings, selection: Selection, path: str, data: bytes
 ) -> Settings:
     """The settings ``path`` is checked with: of the opt-in rules (KVI006), only
-    those its selection enables, or whose code its text names (a directive
-    about one, which KVI100 judges whatever is selected), are computed."""
-    if not settings.opt_in:
+    those its selection enables are computed, and all of them in a file that
+    may hold a directive of ours (KVI100 judges one whatever is selected, and
+    ``# noqa: KVI00`` is about KVI006 too)."""
+    if not settings.opt_in or may_hold_own_directive(data):
         return settings
     enabled = selection.enabled_for(path)
-    kept = frozenset(
-        code for code in settings.opt_in if code in enabled or code.encode() in data
-    )
+    kept = frozenset(code for code in settings.opt_in if code in enabled)
     return settings if kept == settings.opt_in else replace(settings, opt_in=kept)
 
 

@@ -801,10 +801,11 @@ def test_opt_in_rule_runs_only_when_selected_by_its_code(
 def test_an_opt_in_rule_is_computed_only_for_a_file_that_selects_or_names_it(
     tmp_path, monkeypatch, run
 ) -> None:
-    """Not selected, KVI006 costs nothing; a file whose text names its code (a
-    directive) has it computed all the same, so that KVI100 judges the
-    directive whatever is selected; and the cache keeps the two apart: an
-    entry made without the rule does not answer a run that selects it."""
+    """Not selected, KVI006 costs nothing; a file that may hold a directive of
+    ours has it computed all the same, so that KVI100 judges the directive
+    whatever is selected (``# noqa: KVI00`` included); and the cache keeps the
+    two apart: an entry made without the rule does not answer a run that
+    selects it."""
     from lint_plugin import linter
     from lint_plugin.rules import RULES
 
@@ -834,11 +835,16 @@ def test_an_opt_in_rule_is_computed_only_for_a_file_that_selects_or_names_it(
     # (on the launch statement's last row, its closing bracket)
     lines = code.splitlines()
     last = max(i for i, line in enumerate(lines) if line == "        )")
-    lines[last] += "  # noqa: KVI006"
-    (tmp_path / "named.py").write_text("\n".join(lines) + "\n")
-    computed.clear()
-    assert run("check", "--no-config", "--no-cache", "named.py").status == 0
-    assert computed == ["named.py"]
+    for directive in ("KVI006", "KVI00", "kvi"):  # a code's prefix is about it too
+        named = [
+            *lines[:last],
+            f"{lines[last]}  # noqa: {directive}",
+            *lines[last + 1 :],
+        ]
+        (tmp_path / "named.py").write_text("\n".join(named) + "\n")
+        computed.clear()
+        assert run("check", "--no-config", "--no-cache", "named.py").status == 0
+        assert computed == ["named.py"]
     # A cache filled without the rule, then a run selecting it.
     monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
     computed.clear()

@@ -160,6 +160,48 @@ CASES = {
         f"        self.cuda_graph_kv_indices = self._alloc(self.speculative_num_steps, {_UNSIZED})",
         _UNSIZED,
     ),
+    # Only the buffer the call hands over: a scratch local, or a tuple's
+    # element (which buffer the caller unpacks it into is not read), is not.
+    "function-scratch-buffer": (
+        "def _alloc(steps, width, bs):\n"
+        "    out = torch.zeros((steps, width))\n"
+        "    scratch = torch.zeros((steps, bs))\n"
+        "    return out\n",
+        "",
+        f"        self.cuda_graph_kv_indices = _alloc(self.speculative_num_steps, {_SIZED}, max_bs)",
+        None,
+    ),
+    "function-returns-a-tuple": (
+        "def _alloc(steps, width, bs):\n"
+        "    return torch.zeros((steps, width)), torch.zeros((steps, bs + 1))\n",
+        "",
+        "        self.cuda_graph_kv_indices, self.kv_indptr = _alloc(\n"
+        f"            self.speculative_num_steps, {_SIZED}, max_bs\n"
+        "        )",
+        None,
+    ),
+    "function-returns-a-local": (
+        "def _alloc(steps, width):\n"
+        "    out = torch.zeros((steps, width))\n"
+        "    return out\n",
+        "",
+        f"        self.cuda_graph_kv_indices = _alloc(self.speculative_num_steps, {_UNSIZED})",
+        _UNSIZED,
+    ),
+    # A decorator may change what the helper is given: not read.
+    "decorated-helper": (
+        "import functools\n\n\n"
+        "def _grow(fn):\n"
+        "    @functools.wraps(fn)\n"
+        "    def wrapper(self, w):\n"
+        "        return fn(self, w * self.topk)\n"
+        "    return wrapper\n",
+        "    @_grow\n"
+        "    def _alloc_rows(self, width):\n"
+        "        return torch.zeros((self.speculative_num_steps, width))\n",
+        f"        self.cuda_graph_kv_indices = self._alloc_rows({_UNSIZED})",
+        None,
+    ),
     # A method that sizes its row from the instance alone is judged where it
     # allocates, once; its call adds nothing.
     "method-judged-where-it-allocates": (
@@ -221,3 +263,21 @@ def test_a_method_that_only_calls_a_helper_is_read() -> None:
     )
     assert [c for c in codes(source) if c == "KVI003"] == ["KVI003"]
     assert [c for c in full_walk_codes(source) if c == "KVI003"] == ["KVI003"]
+
+
+def test_a_row_no_argument_is_the_width_of_is_named_by_its_value() -> None:
+    """A flat buffer of ``steps * width``: the finding stands at the call and
+    names the width's value and the function that made it."""
+    source = _BACKEND.format(
+        module="def _flat(steps, width):\n    return torch.zeros(steps * width)\n",
+        methods="",
+        call=(
+            "        self.cuda_graph_kv_indices = _flat(\n"
+            f"            self.speculative_num_steps, {_UNSIZED}\n"
+            "        )"
+        ),
+    )
+    (finding,) = [f for f in lint_source(source, "b.py") if f.code == "KVI003"]
+    line = source.splitlines()[finding.row - 1]
+    assert line[finding.column - 1 :].startswith("_flat(")
+    assert f"width `{_UNSIZED}` (made by `_flat(...)`)" in finding.message

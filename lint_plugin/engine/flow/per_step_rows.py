@@ -45,9 +45,21 @@ class Row:
     dimension first), ``flat`` (steps times the row), ``loop`` (one allocation
     per step), ``view`` (a flat buffer viewed per step)."""
 
-    __slots__ = ("conds", "how", "rows", "shown", "site", "width", "written")
+    __slots__ = (
+        "conds",
+        "how",
+        "made_by",
+        "origin",
+        "rows",
+        "shown",
+        "site",
+        "width",
+        "written",
+    )
 
-    def __init__(self, width, conds, rows, site, shown, written, how) -> None:
+    def __init__(
+        self, width, conds, rows, site, shown, written, how, origin=None, made_by=None
+    ) -> None:
         self.width = width
         self.conds = conds
         self.rows = rows
@@ -55,6 +67,10 @@ class Row:
         self.shown = shown
         self.written = written
         self.how = how
+        # Made by a function of the file the allocation calls: the allocation
+        # in it (its rows are judged apart from the others') and the call.
+        self.origin = origin
+        self.made_by = made_by
 
 
 def is_steps(value: Expr) -> bool:
@@ -245,8 +261,10 @@ def _helper_rows(
             )
         else:
             in_call = _call_test(analysis, callee_frame, given, may_be_steps)
+        if not _plain(node):
+            continue  # a decorator may change what it is given
         for inner_call in made:
-            if _other_buffer(analysis, callee_frame, inner_call):
+            if not _the_calls_buffer(analysis, callee_frame, inner_call):
                 continue
             rows = _rows(analysis, callee_frame, inner_call, in_call, inner) or []
             if rows and method and callee_frame.instance is None:
@@ -278,6 +296,8 @@ def _helper_rows(
                             shown,
                             None,
                             row.how,
+                            row.origin or inner_call,
+                            call,
                         )
                     )
     return found or None
@@ -343,18 +363,47 @@ def _call_test(
     return may_be_steps
 
 
-def _other_buffer(analysis: Analysis, frame: Frame, call: ast.Call) -> bool:
-    """Is ``call``'s tensor assigned to another per-step buffer by its name
-    (``self.kv_indptr = torch.zeros(...)``)?"""
-    stmt = analysis.statement(frame, call)
+def _plain(function) -> bool:
+    """Is the function called as written: no decorator but ``staticmethod`` or
+    ``classmethod``?"""
+    return all(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+        for d in function.decorator_list
+    )
+
+
+def _the_calls_buffer(analysis: Analysis, frame: Frame, made: ast.Call) -> bool:
+    """Is the tensor ``made`` in a function the one its call hands over: what
+    it returns (alone, not in a tuple), a local it returns, or what it assigns
+    to an attribute not named as another per-step buffer (``self.kv_indptr``)?
+    A scratch local, a tuple's element, is not (which buffer it becomes is
+    the caller's unpacking's). Any other statement (a row appended to a
+    list) is read as it is in place."""
+    stmt = analysis.statement(frame, made)
+    if isinstance(stmt, ast.Return):
+        return not isinstance(stmt.value, (ast.Tuple, ast.List, ast.Dict))
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
     elif isinstance(stmt, ast.AnnAssign):
         targets = [stmt.target]
     else:
-        return False
-    return stmt.value is call and any(
-        other_buffer_of(last_name(t) or "") for t in targets
+        return True
+    for target in targets:
+        if isinstance(target, ast.Attribute):
+            if other_buffer_of(target.attr):
+                return False
+        elif not (isinstance(target, ast.Name) and _returned(frame, target.id)):
+            return False
+    return True
+
+
+def _returned(frame: Frame, name: str) -> bool:
+    """Does the function return the local ``name`` itself (``return name``)?"""
+    return any(
+        isinstance(node, ast.Return)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == name
+        for node in ast.walk(frame.scope.node)
     )
 
 

@@ -172,6 +172,7 @@ def judge(
     rows = allocation_rows(analysis, allocation.function, allocation.call, inner)
     if rows is None:
         return None
+    rows = _with_contexts(rows)
     if not any(_contexts(r.width) for r in rows):
         opaque = [r for r in rows if not evaluable(r.width)]
         if not opaque or "kv_indices" not in (allocation.target or ""):
@@ -199,6 +200,26 @@ def judge(
     # the message names the first unsized path.
     paths.sort(key=_path_order)
     return Judgement(allocation, paths)
+
+
+def _with_contexts(rows: list[Row]) -> list[Row]:
+    """The rows of the allocations some path of which holds a context size:
+    a call of a function of the file may make several buffers (``origin``),
+    and one whose rows hold none (a ``(steps, max_bs + 1)`` buffer) is no
+    kv_indices row, as it is not where it is written. All of them where none
+    does (the caller decides what that is)."""
+    origins: dict[int, list[Row]] = {}
+    for row in rows:
+        origins.setdefault(id(row.origin), []).append(row)
+    if len(origins) == 1:
+        return rows
+    kept = [
+        row
+        for group in origins.values()
+        if any(_contexts(r.width) for r in group)
+        for row in group
+    ]
+    return kept or rows
 
 
 def _path_order(path: PathVerdict) -> tuple:
@@ -470,6 +491,15 @@ def _pins(conds) -> dict[str, list[int]]:
 def describe_path(path: PathVerdict, source) -> str:
     """``w`` (= ``max_bs * self.max_context_len``, row 12), as the message says it."""
     row = path.row
+    if row.made_by is not None and row.shown is row.made_by:
+        # No argument is the width: the value it has, and what made it.
+        callee = one_line(source.segment(row.made_by.func))
+        rows = ", ".join(map(str, row.rows))
+        through = f", through row{'s' if len(row.rows) > 1 else ''} {rows}"
+        return (
+            f"`{symbolic.render(row.width)}` (made by `{callee}(...)`"
+            f"{through if row.rows else ''})"
+        )
     text = f"`{one_line(source.segment(row.shown))}`"
     if row.site is not None:
         node, scope = row.site

@@ -260,6 +260,7 @@ class ClassInfo:
             if isinstance(stmt, FUNCTIONS):
                 self.methods[stmt.name] = stmt
         self._sites: dict[str, list[tuple[ast.stmt, ast.AST]]] | None = None
+        self._assignments: dict[str, list[ast.stmt]] | None = None
         self._text = ""
         self._scopes: dict[int, Scope] = {}
         self.bases: list[ClassInfo] | None = None  # resolved by the analysis
@@ -310,13 +311,15 @@ class ClassInfo:
         return found
 
     def class_assignments(self, name: str) -> list[ast.stmt]:
-        """``name = ...`` statements of the class body itself."""
-        found = []
-        for stmt in self.node.body:
-            for target in _targets(stmt):
-                if isinstance(target, ast.Name) and target.id == name:
-                    found.append(stmt)
-        return found
+        """``name = ...`` statements of the class body itself (indexed once:
+        a class of thousands of methods is asked for each of them)."""
+        if self._assignments is None:
+            self._assignments = {}
+            for stmt in self.node.body:
+                for target in _targets(stmt):
+                    if isinstance(target, ast.Name):
+                        self._assignments.setdefault(target.id, []).append(stmt)
+        return self._assignments.get(name, [])
 
     def scope(self, function: ast.AST) -> Scope:
         """The scope of a method of this class, or of a function nested in one."""
@@ -349,6 +352,8 @@ class ClassInfo:
         return found
 
     def _method_holding(self, function: ast.AST) -> ast.AST | None:
+        if self.methods.get(getattr(function, "name", None)) is function:
+            return function  # a method itself, without a look at the others
         for method in self.methods.values():
             if method is function:
                 return method
