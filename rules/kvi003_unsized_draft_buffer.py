@@ -232,8 +232,10 @@ width's value and the function (no fix there). A function calling such a
 function is read the same way, four calls deep. A method of the class is also
 judged where it allocates, its parameters read as sizes of their roles
 (`max_bs`), so its call adds only the rows the call changes. Not read (no
-finding, and not counted as not judged): a function with a decorator other than
-`staticmethod`/`classmethod`, or with `*args`/`**kwargs`, a call with starred
+finding, and not counted as not judged): a function of more than 50 rows (a
+method building a whole metadata set, not an allocation helper),
+one with a decorator other than `staticmethod`/`classmethod`, or with
+`*args`/`**kwargs`, a call with starred
 arguments, a lambda, a `functools.partial` of a function, a bound method kept in
 an attribute, a method of another object, a function of another module.
 

@@ -94,21 +94,34 @@ def allocating_functions(
     KVI003 judges (with the values the call gives), by name, read on the text
     (a superset: a function runs from its ``def`` to the next ``def`` or
     ``class`` at its indentation or less, the functions nested in it
-    included): ``names``, those whose body names an allocator (torch's, a
-    tensor's ``new_*``, one of ``aliases``) or one of ``names``;
-    ``with_steps``, those of them that name a draft step count or one of
-    ``with_steps``."""
-    spans = _function_spans(text)
-    names = _closure(text, spans, [*vocabulary.ALLOCATOR_WORDS, *aliases])
-    spans = [span for span in spans if span[2] in names]
+    included): ``names``, those of at most ``HELPER_LINES`` rows whose body
+    names an allocator (torch's, a tensor's ``new_*``, one of ``aliases``) or
+    one of ``names``; ``with_steps``, those of them that name a draft step
+    count or one of ``with_steps``."""
+    every = _function_spans(text)
+    short = [
+        span for span in every if text.count("\n", span[0], span[1]) <= HELPER_LINES
+    ]
+    names = _closure(text, short, [*vocabulary.ALLOCATOR_WORDS, *aliases])
+    callers = _closure(text, every, sorted(names), rounds=1) | names
+    spans = [span for span in short if span[2] in names]
     with_steps = _closure(text, spans, vocabulary.words((Role.NUM_STEPS,)), True)
-    return AllocatingFunctions(names, with_steps)
+    return AllocatingFunctions(names, with_steps, callers)
+
+
+# The most rows a function whose buffers are judged at its call may span: an
+# allocation helper is short; a method building a whole metadata set (hundreds
+# of rows, called from every path) is not read at its calls.
+HELPER_LINES = 50
 
 
 @record(frozen=True)
 class AllocatingFunctions:
     names: frozenset[str]
     with_steps: frozenset[str]
+    # Every function naming one of ``names`` (any length): check reads each
+    # such method, for its calls.
+    callers: frozenset[str]
 
 
 # How many calls deep a function is found to allocate (or name a step count):
@@ -116,12 +129,14 @@ class AllocatingFunctions:
 _CALLS_DEEP = 4
 
 
-def _closure(text: str, spans, words, substring: bool = False) -> frozenset[str]:
+def _closure(
+    text: str, spans, words, substring: bool = False, rounds: int = _CALLS_DEEP
+) -> frozenset[str]:
     """The functions whose span names one of ``words`` (as a whole identifier,
-    or inside one: ``substring``), or one of these functions, ``_CALLS_DEEP``
+    or inside one: ``substring``), or one of these functions, ``rounds``
     calls deep."""
     found: set[str] = set()
-    for _ in range(_CALLS_DEEP):
+    for _ in range(rounds):
         if not (words and spans):
             break
         offsets = (

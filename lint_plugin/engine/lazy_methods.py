@@ -112,8 +112,8 @@ def plan(
     the class is always parsed: the class's own end is its end."""
     lines, text = layout.lines, layout.text
     class_end = layout.block_end(class_row)
-    # A method that calls (or is) one that allocates: KVI003 judges the call.
-    calls_allocator = allocating_functions(text, allocators).names
+    # A method that calls a function that allocates: KVI003 judges the call.
+    calls_allocator = allocating_functions(text, allocators).callers
     found = []
     for row, kind, name in layout.children(class_row):
         if kind != "def" or name in calls_allocator:

@@ -310,12 +310,18 @@ def substring_offsets(text: str, words: Iterable[str]) -> list[int]:
     return starts
 
 
+@functools.lru_cache(maxsize=64)
+def _anchors(words: frozenset[str]) -> tuple[str, ...]:
+    """The words no other one holds."""
+    return tuple(w for w in words if not any(o != w and o in w for o in words))
+
+
 def word_offsets(text: str, words: Iterable[str]) -> list[int]:
     """Where each of ``words`` stands as a whole identifier in ``text``, in
     order. Only the words no other one holds are searched for (``zeros``
     finds ``new_zeros``): each hit is widened to the identifier around it."""
-    wanted = set(words)
-    anchors = [w for w in wanted if not any(o != w and o in w for o in wanted)]
+    wanted = frozenset(words)
+    anchors = _anchors(wanted)
     size = len(text)
     starts = set()
     for anchor in anchors:

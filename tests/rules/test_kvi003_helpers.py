@@ -188,6 +188,16 @@ CASES = {
         f"        self.cuda_graph_kv_indices = _alloc(self.speculative_num_steps, {_UNSIZED})",
         _UNSIZED,
     ),
+    # A method doing more than make its buffers (longer than an allocation
+    # helper is) is not read at its calls.
+    "long-method-not-read": (
+        "",
+        "    def _alloc_rows(self, width):\n"
+        + "".join(f"        self.n{i} = {i}\n" for i in range(50))
+        + "        return torch.empty((self.speculative_num_steps, width))\n",
+        f"        self.cuda_graph_kv_indices = self._alloc_rows({_UNSIZED})",
+        None,
+    ),
     # A decorator may change what the helper is given: not read.
     "decorated-helper": (
         "import functools\n\n\n"

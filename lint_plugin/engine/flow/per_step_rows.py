@@ -264,9 +264,9 @@ def _helper_rows(
         if not _plain(node):
             continue  # a decorator may change what it is given
         for inner_call in made:
-            if not _the_calls_buffer(analysis, callee_frame, inner_call):
-                continue
             rows = _rows(analysis, callee_frame, inner_call, in_call, inner) or []
+            if rows and not _the_calls_buffer(analysis, callee_frame, inner_call):
+                continue
             if rows and method and callee_frame.instance is None:
                 own = analysis._frame(callee_frame.scope)
                 alone = _rows(analysis, own, inner_call, _maybe, inner) or []
@@ -398,7 +398,8 @@ def _the_calls_buffer(analysis: Analysis, frame: Frame, made: ast.Call) -> bool:
 
 
 def _returned(frame: Frame, name: str) -> bool:
-    """Does the function return the local ``name`` itself (``return name``)?"""
+    """Does the function return the local ``name`` itself (``return name``)?
+    Asked only of a buffer that makes per-step rows."""
     return any(
         isinstance(node, ast.Return)
         and isinstance(node.value, ast.Name)

@@ -78,10 +78,11 @@ def judgements(facts: ModuleFacts, analysis: Analysis) -> list[Judgement]:
     those written in them, and those a call of a function or method of the
     file makes with the values the call gives."""
     found = []
-    inner = InnerCalls(analysis, facts)
+    inner = None
     for cls in facts.classes:
         if not cls.is_draft_backend:
             continue
+        inner = inner or InnerCalls(analysis, facts)
         for allocation in (*cls.allocations, *cls.calls):
             judgement = judge(allocation, analysis, f"self.{cls.topk_attr}", inner)
             if judgement is not None:
@@ -98,10 +99,8 @@ class InnerCalls:
     not looked into, so a method check left unparsed stays so."""
 
     def __init__(self, analysis: Analysis, facts: ModuleFacts) -> None:
-        module = analysis.module
+        self._module = module = analysis.module
         self._aliases = file_allocator_aliases(module)
-        self._functions = file_allocating_functions(module).names
-        self._with_steps = file_allocating_functions(module).with_steps
         self._found: dict[int, list[ast.Call]] = {}
         self._walked: dict[int, object] = {}
         for cls in facts.classes:
@@ -126,6 +125,14 @@ class InnerCalls:
             may_be_steps(a.value if isinstance(a, ast.Starred) else a)
             for a in (*call.args, *(k.value for k in call.keywords))
         )
+
+    @property
+    def _functions(self) -> frozenset[str]:
+        return file_allocating_functions(self._module).names
+
+    @property
+    def _with_steps(self) -> frozenset[str]:
+        return file_allocating_functions(self._module).with_steps
 
     def walked(self, node: ast.AST):
         """The walk's facts of the function ``node`` (a method of a class read
