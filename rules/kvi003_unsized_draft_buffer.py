@@ -196,8 +196,9 @@ attribute of another object, or a `self.` attribute naming a topk, a step count
 or a context size is that size; a name of no known role is a size of its own,
 free to be any positive value. Branch conditions on known sizes
 (`if self.topk == 1:`, `if self.topk in (1, 2):`, `match self.topk:` with
-`case 1:` or `case 1 | 2:` and their guards) hold on their paths; a test of
-anything else may go either way, the same way each time it is tested.
+`case 1:` or `case 1 | 2:` and their guards) hold on their paths, the
+allocation's own enclosing tests among them; a test of anything else may go
+either way, the same way each time it is tested.
 
 What is opaque (not judged): a call the analysis cannot read (a function of
 another module, a method of another object), what a loop adds to a width it had

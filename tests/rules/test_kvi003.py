@@ -526,3 +526,64 @@ def test_the_message_names_the_argument_holding_the_width(
     assert f"width `{width}`" in finding.message
     line = source.splitlines()[finding.row - 1]
     assert line[finding.column - 1 :].startswith(width)
+
+
+_UNDER = (
+    "import torch\n\n\nclass FooMultiStepDraftBackend:\n"
+    "    def __init__(self, topk, speculative_num_steps, max_context_len):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+    "        self.max_context_len = max_context_len\n\n"
+    "    def init_cuda_graph_state(self, max_bs, flag):\n"
+    "{body}"
+)
+_ALLOCATE = (
+    "self.cuda_graph_kv_indices = torch.zeros("
+    "(self.speculative_num_steps, max_bs * self.max_context_len))"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (f"        if self.topk == 1:\n            {_ALLOCATE}\n", []),
+        (
+            f"        if flag:\n            if self.topk == 1:\n"
+            f"                {_ALLOCATE}\n",
+            [],
+        ),
+        (
+            "        if self.topk > 1:\n            pass\n"
+            f"        else:\n            {_ALLOCATE}\n",
+            [],
+        ),
+        (
+            "        if self.topk == 1:\n            pass\n"
+            f"        else:\n            {_ALLOCATE}\n",
+            ["KVI003"],
+        ),
+        (f"        if flag:\n            {_ALLOCATE}\n", ["KVI003"]),
+        (
+            "        for _ in range(self.topk - 1):\n"
+            "            pass\n"
+            f"        {_ALLOCATE}\n",
+            ["KVI003"],
+        ),
+    ],
+    ids=[
+        "under-topk-1",
+        "nested",
+        "in-the-else",
+        "else-of-topk-1",
+        "flag",
+        "after-loop",
+    ],
+)
+def test_an_allocation_under_a_branch_holds_its_test(
+    body: str, expected: list[str]
+) -> None:
+    """The allocation's own enclosing tests hold on its path, however deep
+    (the flow skips a compound statement that binds nothing)."""
+    source = _UNDER.format(body=body)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected

@@ -71,6 +71,21 @@ ENTRY = Def("entry")
 TOO_MANY = Def("unknown")
 
 
+def _branch_to(parent: ast.stmt, child: ast.stmt) -> Literal | None:
+    """The branch of ``parent`` that ``child`` is in, as the flow's literals
+    say it (None: no test decides it)."""
+    if isinstance(parent, ast.If):
+        if any(s is child for s in parent.body):
+            return ("test", parent, True)
+        if any(s is child for s in parent.orelse):
+            return ("test", parent, False)
+    elif isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and any(
+        s is child for s in parent.body
+    ):
+        return ("loop", parent, True)
+    return None
+
+
 class Fact:
     __slots__ = ("_hash", "conds", "defn")
 
@@ -213,6 +228,30 @@ class Flow:
                 if id(parent) in self.before:
                     return []  # walked into, and this statement never reached
                 parent = self._index.parents.get(id(parent))
+        return []
+
+    def reached(self, stmt: ast.AST) -> list[Fact]:
+        """``at``, with the branches taken to ``stmt`` inside the compound
+        statements the flow skipped (they bind nothing of the key): an
+        ``if``'s test, a loop entered. ``REACH``'s flow binds nothing, so
+        without them an allocation under ``if self.topk == 1:`` would hold
+        on every path."""
+        found = self.before.get(id(stmt))
+        if found is not None or self._index is None:
+            return found or []
+        path: list[Literal] = []
+        child, parent = stmt, self._index.parents.get(id(stmt))
+        while parent is not None:
+            literal = _branch_to(parent, child)
+            if literal is not None:
+                path.append(literal)
+            skipped = self._skipped.get(id(parent))
+            if skipped is not None:
+                extra = frozenset(path)
+                return [Fact(f.defn, f.conds | extra) for f in skipped]
+            if id(parent) in self.before:
+                return []  # walked into, and this statement never reached
+            child, parent = parent, self._index.parents.get(id(parent))
         return []
 
     def defined_by(self, stmt: ast.AST) -> list[Def]:

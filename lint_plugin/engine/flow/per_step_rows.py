@@ -215,7 +215,7 @@ def _reach(frame: Frame, stmt) -> list[frozenset]:
     """The sets of branch conditions under which ``stmt`` runs in ``frame``."""
     return [
         frozenset((k, n, p, frame) for k, n, p in fact.conds)
-        for fact in (frame.scope.flow(REACH).at(stmt) if stmt is not None else ())
+        for fact in (frame.scope.flow(REACH).reached(stmt) if stmt is not None else ())
     ] or [frozenset()]
 
 
