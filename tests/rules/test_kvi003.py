@@ -564,6 +564,16 @@ _ALLOCATE = (
         ),
         (f"        if flag:\n            {_ALLOCATE}\n", ["KVI003"]),
         (
+            "        match self.topk:\n            case 2:\n                pass\n"
+            f"            case 1:\n                {_ALLOCATE}\n",
+            [],
+        ),
+        (
+            "        match self.topk:\n            case 1:\n                pass\n"
+            f"            case _:\n                {_ALLOCATE}\n",
+            ["KVI003"],
+        ),
+        (
             "        for _ in range(self.topk - 1):\n"
             "            pass\n"
             f"        {_ALLOCATE}\n",
@@ -576,6 +586,8 @@ _ALLOCATE = (
         "in-the-else",
         "else-of-topk-1",
         "flag",
+        "match-case-1",
+        "match-default",
         "after-loop",
     ],
 )

@@ -71,19 +71,23 @@ ENTRY = Def("entry")
 TOO_MANY = Def("unknown")
 
 
-def _branch_to(parent: ast.stmt, child: ast.stmt) -> Literal | None:
+def _branch_to(parent: ast.stmt, child: ast.stmt) -> list[Literal]:
     """The branch of ``parent`` that ``child`` is in, as the flow's literals
-    say it (None: no test decides it)."""
+    say it (none: no test decides it)."""
     if isinstance(parent, ast.If):
         if any(s is child for s in parent.body):
-            return ("test", parent, True)
+            return [("test", parent, True)]
         if any(s is child for s in parent.orelse):
-            return ("test", parent, False)
-    elif isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and any(
-        s is child for s in parent.body
-    ):
-        return ("loop", parent, True)
-    return None
+            return [("test", parent, False)]
+    elif isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+        if any(s is child for s in parent.body):
+            return [("loop", parent, True)]
+    elif isinstance(parent, ast.Match):
+        for index, case in enumerate(parent.cases):
+            if any(s is child for s in case.body):
+                earlier = parent.cases[:index]
+                return [("case", c, False) for c in earlier] + [("case", case, True)]
+    return []
 
 
 class Fact:
@@ -233,7 +237,8 @@ class Flow:
     def reached(self, stmt: ast.AST) -> list[Fact]:
         """``at``, with the branches taken to ``stmt`` inside the compound
         statements the flow skipped (they bind nothing of the key): an
-        ``if``'s test, a loop entered. ``REACH``'s flow binds nothing, so
+        ``if``'s test, a loop entered, a ``match``'s case taken (and the cases
+        before it not). ``REACH``'s flow binds nothing, so
         without them an allocation under ``if self.topk == 1:`` would hold
         on every path."""
         found = self.before.get(id(stmt))
@@ -242,9 +247,7 @@ class Flow:
         path: list[Literal] = []
         child, parent = stmt, self._index.parents.get(id(stmt))
         while parent is not None:
-            literal = _branch_to(parent, child)
-            if literal is not None:
-                path.append(literal)
+            path += _branch_to(parent, child)
             skipped = self._skipped.get(id(parent))
             if skipped is not None:
                 extra = frozenset(path)
