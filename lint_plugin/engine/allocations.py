@@ -159,11 +159,13 @@ def _function_spans(text: str) -> list[tuple[int, int, str]]:
     spans: list[tuple[int, int, str]] = []
     blocks: list[tuple[int, int, str | None]] = []  # open: (indent, start, name)
     for at in vocabulary.word_offsets(text, ("def", "class")):
-        match = _BLOCK_HEAD.match(text, at)
         line = text.rfind("\n", 0, at) + 1
         indent = len(text[line:at]) - len(text[line:at].lstrip(" \t"))
-        if match is None or not (
-            line + indent == at or _ASYNC.fullmatch(text, line + indent, at)
+        match = vocabulary.BLOCK_HEAD.match(text, line + indent)
+        if (
+            match is None
+            or match.start(1) != at
+            or text[match.end() : match.end() + 80].lstrip(" \t")[:1] not in "(:["
         ):
             continue  # not a block's head: `x = def_(...)`, prose
         while blocks and blocks[-1][0] >= indent:
@@ -186,11 +188,6 @@ def may_call_allocating(func: ast.expr, names: frozenset[str]) -> bool:
         and isinstance(func.value, ast.Name)
         and func.attr in names
     )
-
-
-# `def name(`, `class Name(` or `class Name:` (after a line's indentation).
-_BLOCK_HEAD = re.compile(r"(def|class)[ \t]+(\w+)[ \t]*[(:\[]")
-_ASYNC = re.compile(r"async[ \t]+")
 
 
 def is_draft_backend_class(name: str) -> bool:

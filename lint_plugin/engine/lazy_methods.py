@@ -91,11 +91,7 @@ def _seeds_a_clause(text: str, word: str) -> bool:
         return True
     start = text.find(word)
     while start >= 0:
-        first, last = start, start + len(word)
-        while first and (text[first - 1].isalnum() or text[first - 1] == "_"):
-            first -= 1
-        while last < len(text) and (text[last].isalnum() or text[last] == "_"):
-            last += 1
+        first, last = vocabulary.identifier_around(text, start, start + len(word))
         if role_of_name(text[first:last]) is not None:
             return True
         start = text.find(word, last)

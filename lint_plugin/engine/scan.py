@@ -31,7 +31,7 @@ _INTEREST_TEXT = _SEEDS
 _ROW_WORDS = vocabulary.row_words()
 _ROW_INTEREST = _ROW_WORDS  # a pattern put in its place (tests) is searched as one
 _SECOND_ROLE = vocabulary.second_words()
-_BLOCK = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+_BLOCK = vocabulary.BLOCK_HEAD
 
 
 def interesting_rows(text: str, aliases: tuple[str, ...] = ()) -> list[int]:

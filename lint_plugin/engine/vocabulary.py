@@ -310,6 +310,20 @@ def substring_offsets(text: str, words: Iterable[str]) -> list[int]:
     return starts
 
 
+def identifier_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` of ``text`` widened to the identifier around it."""
+    size = len(text)
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    while end < size and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    return start, end
+
+
+# `def name` / `class Name` (after a line's indentation), `async def` too.
+BLOCK_HEAD = re.compile(r"(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
+
+
 @functools.lru_cache(maxsize=64)
 def _anchors(words: frozenset[str]) -> tuple[str, ...]:
     """The words no other one holds."""
@@ -322,16 +336,11 @@ def word_offsets(text: str, words: Iterable[str]) -> list[int]:
     finds ``new_zeros``): each hit is widened to the identifier around it."""
     wanted = frozenset(words)
     anchors = _anchors(wanted)
-    size = len(text)
     starts = set()
     for anchor in anchors:
         at = text.find(anchor)
         while at >= 0:
-            first, last = at, at + len(anchor)
-            while first and (text[first - 1].isalnum() or text[first - 1] == "_"):
-                first -= 1
-            while last < size and (text[last].isalnum() or text[last] == "_"):
-                last += 1
+            first, last = identifier_around(text, at, at + len(anchor))
             if text[first:last] in wanted:
                 starts.add(first)
             at = text.find(anchor, last)

@@ -20,20 +20,20 @@ from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
 from lint_plugin.engine.flow.known_values import (
     ALLOCATORS,
-    MEMBERS,
-    MODULES,
-    OPAQUE_BUILTINS,
-    PASSING,
     RESHAPES,
     SHAPE_FIRST,
     last_name,
     literal_dims,
 )
 from lint_plugin.engine.flow.scopes import REACH
-from lint_plugin.engine.flow.step_counts import CallParameters, may_hold_steps
+from lint_plugin.engine.flow.step_counts import (
+    CallParameters,
+    may_hold_steps,
+    unwalked_call_test,
+)
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.flow.widths import Analysis
-from lint_plugin.engine.roles import Role, other_buffer_of, role_of_name
+from lint_plugin.engine.roles import Role, other_buffer_of
 
 
 class Row:
@@ -260,7 +260,7 @@ def _helper_rows(
                 analysis, walked, CallParameters(callee_frame, walked, given_steps)
             )
         else:
-            in_call = _call_test(analysis, callee_frame, given, may_be_steps)
+            in_call = unwalked_call_test(callee_frame.scope, given, may_be_steps)
         if not _plain(node):
             continue  # a decorator may change what it is given
         for inner_call in made:
@@ -305,62 +305,6 @@ def _helper_rows(
 
 def _maybe(node: ast.expr) -> bool:
     return True
-
-
-def _call_test(
-    analysis: Analysis, frame: Frame, given: dict[str, ast.expr], caller: StepsTest
-) -> StepsTest:
-    """``StepsTest`` in a call's frame, read as ``step_counts`` reads a walked
-    function's: a parameter holds a step count where the call's argument for
-    it may (asked in the caller); any other name the function binds may (it
-    may come from a parameter), as may a name of no role; an attribute or a
-    method of an object the function binds is an opaque value (no step
-    count), one of ``self`` or of a module may be one."""
-    scope = frame.scope
-    bound = set(scope.params)
-
-    def local(name: str) -> bool:
-        return name in bound or scope._may_bind(name)
-
-    def name(node: ast.Name) -> bool:
-        if node.id in given and not scope._may_bind(node.id):
-            return caller(given[node.id])
-        if node.id in OPAQUE_BUILTINS or node.id in MODULES:
-            return False
-        return local(node.id) or role_of_name(node.id) in (None, Role.NUM_STEPS)
-
-    def attribute(node: ast.Attribute) -> bool:
-        role = role_of_name(node.attr)
-        if role is not None:
-            return role is Role.NUM_STEPS
-        owner = node.value
-        if node.attr in MEMBERS or not isinstance(owner, ast.Name):
-            return True
-        return owner.id == scope.self_name or not local(owner.id)
-
-    def may_be_steps(node: ast.expr) -> bool:
-        pending = [node]
-        while pending:
-            sub = pending.pop()
-            if isinstance(sub, ast.Name):
-                if name(sub):
-                    return True
-            elif isinstance(sub, ast.Attribute):
-                if attribute(sub):
-                    return True
-            elif isinstance(sub, ast.Call):
-                func = sub.func
-                if isinstance(func, ast.Attribute):
-                    pending.append(func)  # the method's owner decides
-                elif isinstance(func, ast.Name) and func.id in PASSING:
-                    pending += sub.args
-                elif not (isinstance(func, ast.Name) and func.id in OPAQUE_BUILTINS):
-                    return True
-            else:
-                pending.extend(ast.iter_child_nodes(sub))
-        return False
-
-    return may_be_steps
 
 
 def _plain(function) -> bool:

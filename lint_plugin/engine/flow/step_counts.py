@@ -7,6 +7,7 @@ It may say maybe where the values would say no, never the reverse.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from lint_plugin.engine.flow.dataflow import ENTRY
 from lint_plugin.engine.flow.known_values import (
@@ -237,3 +238,60 @@ def _class_holds_steps(analysis: Analysis, cls, attr: str, role) -> bool:
             )
     analysis._steps[key] = found
     return found
+
+
+def unwalked_call_test(
+    scope, given: dict[str, ast.expr], caller: Callable[[ast.expr], bool]
+) -> Callable[[ast.expr], bool]:
+    """``may_hold_steps`` for a function the walk did not read (a function of
+    the module), as a call of it runs (``scope``: its scope, ``given``: the
+    call's argument for each parameter, ``caller``: the test in the caller),
+    read with no bindings: a parameter holds a step count where the call's
+    argument for it may; any other name the function binds may (it
+    may come from a parameter), as may a name of no role; an attribute or a
+    method of an object the function binds is an opaque value (no step
+    count), one of ``self`` or of a module may be one."""
+    bound = set(scope.params)
+
+    def local(name: str) -> bool:
+        return name in bound or scope._may_bind(name)
+
+    def name(node: ast.Name) -> bool:
+        if node.id in given and not scope._may_bind(node.id):
+            return caller(given[node.id])
+        if node.id in OPAQUE_BUILTINS or node.id in MODULES:
+            return False
+        return local(node.id) or role_of_name(node.id) in (None, Role.NUM_STEPS)
+
+    def attribute(node: ast.Attribute) -> bool:
+        role = role_of_name(node.attr)
+        if role is not None:
+            return role is Role.NUM_STEPS
+        owner = node.value
+        if node.attr in MEMBERS or not isinstance(owner, ast.Name):
+            return True
+        return owner.id == scope.self_name or not local(owner.id)
+
+    def may_be_steps(node: ast.expr) -> bool:
+        pending = [node]
+        while pending:
+            sub = pending.pop()
+            if isinstance(sub, ast.Name):
+                if name(sub):
+                    return True
+            elif isinstance(sub, ast.Attribute):
+                if attribute(sub):
+                    return True
+            elif isinstance(sub, ast.Call):
+                func = sub.func
+                if isinstance(func, ast.Attribute):
+                    pending.append(func)  # the method's owner decides
+                elif isinstance(func, ast.Name) and func.id in PASSING:
+                    pending += sub.args
+                elif not (isinstance(func, ast.Name) and func.id in OPAQUE_BUILTINS):
+                    return True
+            else:
+                pending.extend(ast.iter_child_nodes(sub))
+        return False
+
+    return may_be_steps
