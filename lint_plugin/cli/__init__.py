@@ -27,81 +27,34 @@ later check of the arguments found it.
 Every file gets the configuration nearest to it (``config.ConfigResolver``) with
 the command line on top; see ``load_plan``.
 
-Startup time matters (pre-commit runs this on every commit): only argparse is
-imported up front; a run builds (and imports) only its own subcommand's parser;
+Startup time matters (pre-commit runs this on every commit): the common command
+lines of check and fix are read without argparse (``quick``); any other builds
+(and imports) only its own subcommand's argparse parser;
 json, tomllib, the rule catalogue and the engine are imported when a run needs
 them, and libcst/torch never by ``check``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 
-from lint_plugin import __version__
-from lint_plugin.cli.common import PROG, RunError, UsageError, print_error
+from lint_plugin.cli.common import RunError, UsageError, print_error
+
+TYPE_CHECKING = False  # typing itself costs milliseconds at every start
+if TYPE_CHECKING:
+    import argparse
 
 # `from lint_plugin.cli import UsageError` (prove's), as before the split.
 __all__ = ["RunError", "UsageError", "build_parser", "main"]
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, sized without ``shutil``: argparse builds one for every
-    ``add_argument`` and ``shutil`` (with bz2, lzma, locale) would be imported on
-    every run for it."""
-
-    def __init__(self, prog: str, **kwargs) -> None:
-        if kwargs.get("width") is None:
-            try:
-                columns = int(os.environ.get("COLUMNS", ""))
-            except ValueError:
-                try:
-                    columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-                except (AttributeError, ValueError, OSError):
-                    columns = 80
-            kwargs["width"] = max(columns - 2, 20)
-        super().__init__(prog, **kwargs)
-
-
-class _Parser(argparse.ArgumentParser):
-    """Subcommand parsers are of the same class, so they share the formatter."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-
-# The subcommands in the order ``--help`` lists them: ``lint_plugin.cli.NAME``
-# holds ``add_NAME_parser``.
-COMMANDS = ("check", "fix", "rule", "prove", "clean")
-
-
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The command line's parser. When ``argv`` starts with a subcommand's name,
-    only that subcommand's parser is built (and its module imported): the others
-    would cost every run a few milliseconds and can take no part in it, since
-    argparse hands everything after the name to the subcommand. Any other
-    ``argv`` (help, ``--version``, a misspelt name) gets every subcommand, so
-    what is printed lists them all."""
-    parser = _Parser(
-        prog=PROG,
-        description="Keep SGLang's EAGLE draft-decode kv_indices buffers sized.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog=PROG)
-    first = argv[0] if argv else None
-    for name in (first,) if first in COMMANDS else COMMANDS:
-        module = __import__(f"lint_plugin.cli.{name}", fromlist=["_"])
-        getattr(module, f"add_{name}_parser")(subparsers)
-    _SUBPARSERS.clear()
-    _SUBPARSERS.update(subparsers.choices)
-    return parser
+    """argparse's parser of the command line (``lint_plugin.cli.parsers``)."""
+    from lint_plugin.cli.parsers import build_parser
 
-
-# The subcommands' parsers, by name, for usage errors (set by build_parser).
-_SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
+    return build_parser(argv)
 
 
 def run() -> None:
@@ -121,25 +74,34 @@ def run() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from lint_plugin.cli import quick
+
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
-    try:
-        args, extras = parser.parse_known_args(argv)
-        if extras:
-            # Reported by the subcommand's own parser, so its usage is printed.
-            subparser = _SUBPARSERS.get(getattr(args, "command", None), parser)
-            subparser.error(f"unrecognized arguments: {' '.join(extras)}")
-    except SystemExit as exit_:  # argparse already printed the usage and the error
-        return exit_.code if isinstance(exit_.code, int) else 2
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+    args = quick.parse(argv)
+    if args is None:
+        from lint_plugin.cli.parsers import SUBPARSERS
+
+        parser = build_parser(argv)
+        try:
+            args, extras = parser.parse_known_args(argv)
+            if extras:
+                # Reported by the subcommand's own parser, so its usage is printed.
+                subparser = SUBPARSERS.get(getattr(args, "command", None), parser)
+                subparser.error(f"unrecognized arguments: {' '.join(extras)}")
+        except SystemExit as exit_:  # argparse already printed the usage and the error
+            return exit_.code if isinstance(exit_.code, int) else 2
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
     try:
         return args.handler(args)
     except UsageError as error:
         # The subcommand's parser prints its usage and `PROG COMMAND: error: ...`.
+        from lint_plugin.cli.parsers import SUBPARSERS
+
+        parser = build_parser(argv)
         try:
-            _SUBPARSERS.get(args.command, parser).error(str(error))
+            SUBPARSERS.get(args.command, parser).error(str(error))
         except SystemExit as exit_:
             return exit_.code if isinstance(exit_.code, int) else 2
         return 2  # pragma: no cover - error() always exits

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from lint_plugin.cli.common import (
+    QUICK_COMMON,
     Plan,
     RunError,
     UsageError,
@@ -19,11 +19,14 @@ from lint_plugin.cli.common import (
     run_cache,
     run_settings,
 )
+from lint_plugin.cli.quick import FLAG, VALUE, Command, Option
 from lint_plugin.engine.source import normalised
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
+    import argparse
+
     from lint_plugin.check.pipeline import CheckResult
 
 
@@ -351,3 +354,31 @@ def _explain(args: argparse.Namespace) -> int:
         raise RunError(f"--explain: {error}") from None
     sys.stdout.write(report)
     return 1 if verdict == "unsized" else 0
+
+
+def _quick() -> Command:
+    from lint_plugin.output import OUTPUT_FORMATS
+
+    own = (
+        Option(("--output-format",), "output_format", VALUE, OUTPUT_FORMATS),
+        Option(("--exit-zero",), "exit_zero", FLAG, True, False),
+        Option(("--statistics",), "statistics", FLAG, True, False),
+        Option(("--explain",), "explain", VALUE),
+        Option(("--add-noqa",), "add_noqa", FLAG, True, False),
+        Option(("--show-settings",), "show_settings", VALUE),
+        Option(("-q", "--quiet"), "quiet", FLAG, True, False),
+        Option(("-o", "--output-file"), "output_file", VALUE),
+        Option(("--show-fixes",), "show_fixes", FLAG, True, False),
+        Option(("--color",), "color", VALUE, ("auto", "always", "never"), "auto"),
+        Option(("--no-cache",), "no_cache", FLAG, True, False),
+        Option(("--cache-dir",), "cache_dir", VALUE),
+        Option(("--stdin-filename",), "stdin_filename", VALUE),
+        Option(("--fix",), "fix", FLAG, True, False),
+        Option(("--diff",), "diff", FLAG, True, False),
+        Option(("--unsafe-fixes",), "unsafe_fixes", FLAG, True, False),
+    )
+    return Command((*QUICK_COMMON, *own), run_check)
+
+
+# ``add_check_parser`` for ``lint_plugin.cli.quick`` (held to it by a test).
+QUICK = _quick()

@@ -4,16 +4,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
 
+from lint_plugin.cli.quick import APPEND, EXTEND, FLAG, VALUE, Option
 from lint_plugin.records import record
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 
 if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
+    import argparse
     from collections.abc import Callable
 
     from lint_plugin.check.files import PathFilter
@@ -123,6 +124,23 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="also walk into what .gitignore files ignore",
     )
+
+
+# ``add_common_arguments`` for ``lint_plugin.cli.quick`` (held to it by a test).
+QUICK_COMMON = (
+    Option(("--helpers-module",), "helpers_module", VALUE),
+    Option(("--guard-module",), "guard_module", VALUE),
+    Option(("--select",), "select", EXTEND, _code_list),
+    Option(("--ignore",), "ignore", EXTEND, _code_list),
+    Option(("--extend-select",), "extend_select", EXTEND, _code_list),
+    Option(("--per-file-ignores",), "per_file_ignores", APPEND),
+    Option(("--config",), "config", VALUE),
+    Option(("--no-config",), "no_config", FLAG, True, False),
+    Option(("--exclude",), "exclude", EXTEND, _code_list),
+    Option(("--extend-exclude",), "extend_exclude", EXTEND, _code_list),
+    Option(("--force-exclude",), "force_exclude", FLAG, True),
+    Option(("--no-respect-gitignore",), "respect_gitignore", FLAG, False),
+)
 
 
 @record

@@ -4,19 +4,22 @@ standard input.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from lint_plugin.cli.common import (
+    QUICK_COMMON,
     Plan,
     add_common_arguments,
     configured_guard_module,
     load_plan,
     run_settings,
 )
+from lint_plugin.cli.quick import FLAG, Command, Option
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix runs
+    import argparse
+
     from lint_plugin.fix.options import Options
 
 
@@ -119,3 +122,16 @@ def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
         opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, path_of(f)),
     )
+
+
+# ``add_fix_parser`` for ``lint_plugin.cli.quick`` (held to it by a test).
+QUICK = Command(
+    (
+        *QUICK_COMMON,
+        Option(("--diff",), "diff", FLAG, True, False),
+        Option(("--check",), "check", FLAG, True, False),
+        Option(("--unsafe-fixes",), "unsafe_fixes", FLAG, True, False),
+    ),
+    run_fix_command,
+    exclusive=(("diff", "check"),),
+)
