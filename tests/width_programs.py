@@ -302,6 +302,12 @@ CONDITIONS = [
     "self.topk in (1, 2)",
     "self.topk not in (1,)",
     "max_bs in (1, k)",
+    # A number is never None; `k` may hold the topk on one path and 1 on another.
+    "self.topk is not None",
+    "self.topk is None",
+    "k is not None",
+    "k == 1",
+    "k > 1",
 ]
 
 
@@ -330,7 +336,7 @@ def _method_body(draw, context: str):
     ]
     lines.append(f"width = {e()}")
     for _ in range(draw(_ints(0, 3))):
-        shape = draw(_ints(0, 15))
+        shape = draw(_ints(0, 16))
         cond = draw(_pick(tuple(CONDITIONS)))
         if shape == 0:
             lines += [f"if {cond}:", f"    width = {e()}"]
@@ -402,6 +408,18 @@ def _method_body(draw, context: str):
                 f"    width += {e()}",
                 "    j += 1",
             ]
+        elif shape == 16:
+            # `k` the topk on some paths, 1 on the others (tested later).
+            lines += draw(
+                _pick(
+                    (
+                        (f"k = self.topk if {cond} else 1",),
+                        (f"k = 1 if {cond} else k",),
+                        (f"if {cond}:", "    k = 1", "else:", "    k = self.topk"),
+                        (f"if {cond}:", "    k = 1"),
+                    )
+                )
+            )
         else:
             lines.append(f"width = self._rows({e()})")
     return lines, skip

@@ -599,3 +599,81 @@ def test_an_allocation_under_a_branch_holds_its_test(
     source = _UNDER.format(body=body)
     assert [c for c in codes(source) if c == "KVI003"] == expected
     assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+_GROWN = (
+    "self.cuda_graph_kv_indices = torch.zeros("
+    "(self.speculative_num_steps, max_bs * self.max_context_len * k))"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # `k` is 1 exactly where the topk is: the unsized row is the topk's 1.
+        (
+            "        k = self.topk if self.topk > 1 else 1\n"
+            f"        if k == 1:\n            {_ALLOCATE}\n"
+            f"        else:\n            {_GROWN}\n",
+            [],
+        ),
+        (
+            "        if self.topk > 1:\n            k = self.topk\n"
+            "        else:\n            k = 1\n"
+            f"        if k == 1:\n            {_ALLOCATE}\n"
+            f"        else:\n            {_GROWN}\n",
+            [],
+        ),
+        # A topk of 2 makes `k` 1: unsized there.
+        (
+            "        if self.topk > 2:\n            k = self.topk\n"
+            "        else:\n            k = 1\n"
+            f"        if k == 1:\n            {_ALLOCATE}\n"
+            f"        else:\n            {_GROWN}\n",
+            ["KVI003"],
+        ),
+        # Paths that do not exclude one another say nothing of `k`.
+        (
+            "        k = 1\n        if flag:\n            k = self.topk\n"
+            "        if max_bs > 8:\n            k = 2\n"
+            f"        if k == 1:\n            {_ALLOCATE}\n",
+            ["KVI003"],
+        ),
+    ],
+    ids=["ifexp", "if-else", "if-else-topk-2", "overlapping-paths"],
+)
+def test_a_test_whose_value_differs_by_path_is_read_path_by_path(
+    body: str, expected: list[str]
+) -> None:
+    """``if k == 1:`` where ``k`` is the topk on one path and 1 on another
+    holds where some path's own tests and its value do."""
+    source = _UNDER.format(body=body)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("self.topk is not None", []),
+        ("not (self.topk is None)", []),
+        ("None is not self.topk", []),
+        ("self.topk * 2 is not None", []),
+        # A named quantity of no role may be None: either way.
+        ("self.page_size is not None", ["KVI003"]),
+        ("flag is not None", ["KVI003"]),
+        ("self.topk is not flag", ["KVI003"]),
+    ],
+)
+def test_a_number_is_never_none(test: str, expected: list[str]) -> None:
+    """A role's quantity (or arithmetic) is a number: ``is None`` is false
+    for it, so the path that skips the topk's factor is not taken."""
+    body = (
+        "        w = max_bs * self.max_context_len\n"
+        f"        if {test}:\n            w = w * self.topk\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, w)\n        )\n"
+    )
+    source = _UNDER.format(body=body)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected

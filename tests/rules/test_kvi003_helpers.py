@@ -131,6 +131,33 @@ CASES = {
         "        )",
         None,
     ),
+    # The topk's 1 passed where the topk is 1: the branch for 1 is taken
+    # exactly there (its test read path by path).
+    "function-branches-on-a-topk-by-path": (
+        "def _alloc(steps, width, topk):\n"
+        "    if topk == 1:\n"
+        "        return torch.zeros((steps, width))\n"
+        "    return torch.zeros((steps, width * topk))\n",
+        "",
+        "        self.cuda_graph_kv_indices = _alloc(\n"
+        f"            self.speculative_num_steps, {_UNSIZED},\n"
+        "            self.topk if self.topk > 1 else 1,\n"
+        "        )",
+        None,
+    ),
+    # A topk is a number: `topk is not None` holds for it, and the factor is
+    # applied (without the argument it is not: the test below).
+    "function-grows-unless-none": (
+        "def _alloc(steps, width, topk=None):\n"
+        "    if topk is not None:\n"
+        "        width = width * topk\n"
+        "    return torch.zeros((steps, width))\n",
+        "",
+        "        self.cuda_graph_kv_indices = _alloc(\n"
+        f"            self.speculative_num_steps, {_UNSIZED}, topk=self.topk\n"
+        "        )",
+        None,
+    ),
     "function-branches-on-a-flag": (
         "def _alloc(steps, width, topk, grow):\n"
         "    if grow:\n"
@@ -291,3 +318,19 @@ def test_a_row_no_argument_is_the_width_of_is_named_by_its_value() -> None:
     line = source.splitlines()[finding.row - 1]
     assert line[finding.column - 1 :].startswith("_flat(")
     assert f"width `{_UNSIZED}` (made by `_flat(...)`)" in finding.message
+
+
+def test_a_topk_not_given_leaves_the_factor_out() -> None:
+    """``_alloc(steps, width)`` with ``topk=None``: the helper's ``if topk is
+    not None:`` does not hold, and the row is unsized (shown at the call: the
+    row's width is the helper's own local)."""
+    source = _BACKEND.format(
+        module="def _alloc(steps, width, topk=None):\n"
+        "    if topk is not None:\n"
+        "        width = width * topk\n"
+        "    return torch.zeros((steps, width))\n",
+        methods="",
+        call=f"        self.cuda_graph_kv_indices = _alloc(self.speculative_num_steps, {_UNSIZED})",
+    )
+    assert [c for c in codes(source) if c == "KVI003"] == ["KVI003"]
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == ["KVI003"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 from collections.abc import Sequence
 
 from lint_plugin.engine.flow import symbolic as sy
@@ -40,13 +41,14 @@ from lint_plugin.engine.flow.alternatives import (
     file_row,
     integer,
     is_int,
+    never_none,
     project,
     truediv,
     via_row,
     with_conds,
 )
 from lint_plugin.engine.flow.call_values import CallValues
-from lint_plugin.engine.flow.dataflow import ENTRY, Def, Fact
+from lint_plugin.engine.flow.dataflow import ENTRY, Def, Fact, literal_order
 from lint_plugin.engine.flow.known_values import (
     BUILTIN_NAMES,
     MEMBERS,
@@ -510,6 +512,8 @@ class Analysis(CallValues):
             and node.comparators[0].elts
         ):
             return self._membership(node, frame, stmt)
+        if len(node.ops) == 1 and type(node.ops[0]) in (ast.Is, ast.IsNot):
+            return self._none_test(node, frame, stmt)
         if not all(type(o) in names for o in node.ops):
             return [Alt(self._opaque(node, frame))]
         parts = [self.values(v, frame, stmt) for v in [node.left, *node.comparators]]
@@ -524,6 +528,24 @@ class Analysis(CallValues):
             return pairs[0] if len(pairs) == 1 else Op("and", tuple(pairs))
 
         return combine(parts, compare)
+
+    def _none_test(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
+        """``x is None`` (``is not``): false (true) where ``x`` is a number the
+        model knows is one, a role's quantity or arithmetic (``topk=self.topk``
+        tested by a helper's ``if topk is not None:``); opaque otherwise, as any
+        other test it cannot read."""
+        left, right = node.left, node.comparators[0]
+        if _is_none(left):
+            left, right = right, left
+        if not _is_none(right) or _is_none(left):
+            return [Alt(self._opaque(node, frame))]
+        negated = type(node.ops[0]) is ast.IsNot
+        found = []
+        for alt in self.values(left, frame, stmt):
+            if not never_none(alt.value):
+                return [Alt(self._opaque(node, frame))]
+            found.append(Alt(Const(int(negated)), alt.conds, alt.rows))
+        return found
 
     def _membership(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
         """``x in (1, k)``: ``x == 1 or x == k``, as Python tests it (``not in``:
@@ -596,6 +618,7 @@ class Analysis(CallValues):
         kind, node, positive, frame = cond
         key = (kind, id(node), id(frame))
         if key not in self._conditions:
+            self._conditions[key] = None  # through itself: opaque
             self._conditions[key] = self._condition_of(kind, node, frame)
         return self._conditions[key], positive
 
@@ -617,8 +640,28 @@ class Analysis(CallValues):
             return None
         alts = self.values(test, frame, stmt)
         if len({a.value for a in alts}) != 1:
-            return None
+            return self._per_path(alts)
         return as_condition(alts[0].value)
+
+    def _per_path(self, alts: list[Alt]) -> Expr | None:
+        """A test whose value differs by path (a helper's ``if topk == 1:``,
+        its ``topk`` passed as ``self.topk if self.topk > 1 else 1``): it holds
+        where some path's conditions and its value do. Only for paths that
+        exclude one another (one's conditions deny another's): then the
+        negation is where it does not hold. Opaque otherwise, or where a
+        path's own condition is."""
+        if len(alts) > _PATHS_READ or not _exclusive(alts):
+            return None
+        options = []
+        for alt in alts:
+            parts = [as_condition(alt.value)]
+            for literal in sorted(alt.conds, key=literal_order):
+                expr, positive = self.condition(literal)
+                if expr is None:
+                    return None
+                parts.append(expr if positive else Op("not", (expr,)))
+            options.append(Op("and", tuple(parts)))
+        return Op("bor", tuple(options))
 
     def _matches(self, case: ast.match_case, frame: Frame) -> Expr | None:
         """``case 1:`` or ``case 1 | 2:``: the subject equals one of them (a
@@ -676,6 +719,22 @@ class Analysis(CallValues):
         if len(parts) == 1:
             return Op("cmp", (parts[0][0].value, Const(0)), ">")
         return Op("cmp", (parts[1][0].value, parts[0][0].value), ">")
+
+
+# A test read path by path, at most over this many paths.
+_PATHS_READ = 8
+
+
+def _exclusive(alts: list[Alt]) -> bool:
+    """Does each pair of paths hold a test taken one way and the other?"""
+    return all(
+        any((k, n, not p, f) in b.conds for k, n, p, f in a.conds)
+        for a, b in itertools.combinations(alts, 2)
+    )
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _equals_one_of(subject: Expr, values: Sequence[Expr]) -> Expr:
