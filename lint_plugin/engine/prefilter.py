@@ -6,8 +6,6 @@ the cache, or a file no rule can match, never imports the parser's side.
 
 from __future__ import annotations
 
-from lint_plugin.engine import vocabulary
-
 
 class SourceError(ValueError):
     """The file's bytes are not text Python reads (the reason says why, and
@@ -28,6 +26,9 @@ def could_match(data: bytes | str) -> bool:
     for KVI001, a context size for KVI002 and KVI003); in the whole 0.5.23
     package 634 files name a topk and about 115 also a second role, 5 name the
     guard (4 of them a topk too)."""
+    # Imported here: a run the cache answers decodes files, asks no byte test.
+    from lint_plugin.engine import vocabulary
+
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     return vocabulary.could_match(data)

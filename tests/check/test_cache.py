@@ -107,6 +107,7 @@ def test_warm_run_answers_like_a_cold_run_without_the_engine(
 
 
 def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
+    """Nor the byte test's vocabulary: the cache answers for the file."""
     (tmp_path / "a.py").write_text(KVI001)
     monkeypatch.chdir(tmp_path)
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
@@ -115,6 +116,8 @@ def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
         "lint_plugin.linter",
         "lint_plugin.engine.scan",
         "lint_plugin.engine.analysis",
+        "lint_plugin.engine.vocabulary",
+        "lint_plugin.engine.roles",
         "symtable",
     )
     cold, status = imported_by(body, watch, cwd=tmp_path)
