@@ -197,11 +197,13 @@ or a context size is that size; a name of no known role is a size of its own,
 free to be any positive value. Branch conditions on known sizes
 (`if self.topk == 1:`, `if self.topk in (1, 2):`, `match self.topk:` with
 `case 1:` or `case 1 | 2:` and their guards) hold on their paths, the
-allocation's own enclosing tests among them. A size, or arithmetic, is never
-None (`if topk is not None:` holds for a topk). A test of a name that holds a
-different size on paths that exclude one another (`k = self.topk if self.topk
-> 1 else 1`, then `if k == 1:`) holds where some path's tests and its value do.
-A test of anything else may go either way, the same way each time it is tested.
+allocation's own enclosing tests among them. Arithmetic is never None; a size
+may be (a topk parameter defaulting to None), so `if topk is not None:` goes
+either way. A test (or a `match` subject) of a name that holds a different size
+on paths that exclude one another (`k = self.topk if self.topk > 1 else 1`,
+then `if k == 1:`) holds where some path's tests and its value do, when those
+tests read only sizes and literals, each size spelt one way. A test of anything
+else may go either way, the same way each time it is tested.
 
 What is opaque (not judged): a call the analysis cannot read (a function of
 another module, a method of another object), what a loop adds to a width it had

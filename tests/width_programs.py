@@ -302,13 +302,16 @@ CONDITIONS = [
     "self.topk in (1, 2)",
     "self.topk not in (1,)",
     "max_bs in (1, k)",
-    # A number is never None; `k` may hold the topk on one path and 1 on another.
-    "self.topk is not None",
-    "self.topk is None",
-    "k is not None",
+    # Arithmetic is never None; `k` may hold the topk on one path and 1 on
+    # another.
+    "k * 2 is not None",
+    "max_bs + k is None",
     "k == 1",
     "k > 1",
 ]
+
+
+SIZE_CONDITIONS = tuple(c for c in CONDITIONS if "flag" not in c)
 
 
 @functools.cache
@@ -409,7 +412,11 @@ def _method_body(draw, context: str):
                 "    j += 1",
             ]
         elif shape == 16:
-            # `k` the topk on some paths, 1 on the others (tested later).
+            # `k` the topk on some paths, 1 on the others (tested later), the
+            # paths chosen by sizes: a `k` chosen by a flag is read as opaque
+            # where it is tested (a flag is a symbol by its text, which the
+            # per-path reading does not trust).
+            cond = draw(_pick(SIZE_CONDITIONS))
             lines += draw(
                 _pick(
                     (

@@ -624,12 +624,41 @@ _GROWN = (
             f"        else:\n            {_GROWN}\n",
             [],
         ),
+        (
+            "        k = self.topk if self.topk > 1 else 1\n"
+            "        match k:\n"
+            f"            case 1:\n                {_ALLOCATE}\n"
+            f"            case _:\n                {_GROWN}\n",
+            [],
+        ),
         # A topk of 2 makes `k` 1: unsized there.
         (
             "        if self.topk > 2:\n            k = self.topk\n"
             "        else:\n            k = 1\n"
             f"        if k == 1:\n            {_ALLOCATE}\n"
             f"        else:\n            {_GROWN}\n",
+            ["KVI003"],
+        ),
+        # A name of no role is a symbol by its text, which may stand for
+        # another value where it is read again (an object's attribute set in
+        # between): not read path by path.
+        (
+            "        k = self.topk if flag.size > 1 else 1\n"
+            "        flag.size = 2\n"
+            "        w = max_bs * self.max_context_len\n"
+            "        if flag.size > 1 and k == 1:\n            pass\n"
+            "        else:\n            w = w * self.topk\n"
+            "        self.cuda_graph_kv_indices = torch.zeros(\n"
+            "            (self.speculative_num_steps, w)\n        )\n",
+            ["KVI003"],
+        ),
+        # Two spellings of one size (either may be None): not read path by path.
+        (
+            "        k = self.draft_topk if self.topk > 1 else max(self.topk, 1)\n"
+            "        w = max_bs * self.max_context_len\n"
+            "        if k == self.topk:\n            w = w * k\n"
+            "        self.cuda_graph_kv_indices = torch.zeros(\n"
+            "            (self.speculative_num_steps, w)\n        )\n",
             ["KVI003"],
         ),
         # Paths that do not exclude one another say nothing of `k`.
@@ -640,7 +669,15 @@ _GROWN = (
             ["KVI003"],
         ),
     ],
-    ids=["ifexp", "if-else", "if-else-topk-2", "overlapping-paths"],
+    ids=[
+        "ifexp",
+        "if-else",
+        "match",
+        "if-else-topk-2",
+        "an-attribute-set-in-between",
+        "two-spellings-of-a-size",
+        "overlapping-paths",
+    ],
 )
 def test_a_test_whose_value_differs_by_path_is_read_path_by_path(
     body: str, expected: list[str]
@@ -652,22 +689,48 @@ def test_a_test_whose_value_differs_by_path_is_read_path_by_path(
     assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
 
 
+def test_a_parameter_and_an_attribute_of_its_name_are_not_one_value() -> None:
+    """``self.page_size`` and the parameter ``page_size`` are read as one
+    symbol: a test of the one after a path chosen by the other is not read
+    path by path (the row is unsized where they differ)."""
+    source = (
+        "import torch\n\n\nclass FooMultiStepDraftBackend:\n"
+        "    def __init__(self, topk, speculative_num_steps, max_context_len, page_size):\n"
+        "        self.topk = topk\n"
+        "        self.speculative_num_steps = speculative_num_steps\n"
+        "        self.max_context_len = max_context_len\n"
+        "        self.page_size = page_size\n\n"
+        "    def init_cuda_graph_state(self, max_bs, page_size):\n"
+        "        k = self.topk if self.page_size > 1 else 1\n"
+        "        w = max_bs * self.max_context_len\n"
+        "        if page_size > 1 and k == 1:\n            pass\n"
+        "        else:\n            w = w * self.topk\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, w)\n        )\n"
+    )
+    assert [c for c in codes(source) if c == "KVI003"] == ["KVI003"]
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == ["KVI003"]
+
+
 @pytest.mark.parametrize(
     ("test", "expected"),
     [
-        ("self.topk is not None", []),
-        ("not (self.topk is None)", []),
-        ("None is not self.topk", []),
         ("self.topk * 2 is not None", []),
-        # A named quantity of no role may be None: either way.
+        ("not (max_bs + 1 is None)", []),
+        ("None is not self.max_context_len * 3", []),
+        # A size may be None (a topk parameter defaulting to None, SGLang's
+        # `speculative_eagle_topk` without speculation): either way.
+        ("self.topk is not None", ["KVI003"]),
+        ("None is not self.topk", ["KVI003"]),
         ("self.page_size is not None", ["KVI003"]),
         ("flag is not None", ["KVI003"]),
-        ("self.topk is not flag", ["KVI003"]),
+        ("self.topk * 2 is not flag", ["KVI003"]),
     ],
 )
-def test_a_number_is_never_none(test: str, expected: list[str]) -> None:
-    """A role's quantity (or arithmetic) is a number: ``is None`` is false
-    for it, so the path that skips the topk's factor is not taken."""
+def test_arithmetic_is_never_none(test: str, expected: list[str]) -> None:
+    """Arithmetic is a number (Python computes one or raises): ``is None`` is
+    false for it, so the path that skips the topk's factor is not taken. A
+    name's value, a size's too, may be None."""
     body = (
         "        w = max_bs * self.max_context_len\n"
         f"        if {test}:\n            w = w * self.topk\n"

@@ -145,19 +145,6 @@ CASES = {
         "        )",
         None,
     ),
-    # A topk is a number: `topk is not None` holds for it, and the factor is
-    # applied (without the argument it is not: the test below).
-    "function-grows-unless-none": (
-        "def _alloc(steps, width, topk=None):\n"
-        "    if topk is not None:\n"
-        "        width = width * topk\n"
-        "    return torch.zeros((steps, width))\n",
-        "",
-        "        self.cuda_graph_kv_indices = _alloc(\n"
-        f"            self.speculative_num_steps, {_UNSIZED}, topk=self.topk\n"
-        "        )",
-        None,
-    ),
     "function-branches-on-a-flag": (
         "def _alloc(steps, width, topk, grow):\n"
         "    if grow:\n"

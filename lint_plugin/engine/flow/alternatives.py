@@ -137,14 +137,12 @@ def is_int(value: Expr) -> bool:
 
 
 def never_none(value: Expr) -> bool:
-    """Is ``value`` a number whatever its path: a literal, a role's quantity
-    (the model's positive integers: a draft backend's topk), or arithmetic
-    (Python computes a number or raises)? A named quantity of no role, or an
-    opaque value, may be anything, None too."""
+    """Is ``value`` a number whatever its path: a literal, or arithmetic
+    (Python computes a number or raises)? A name's value may be None, a
+    size's too: a topk parameter defaulting to None, an attribute set from
+    one (SGLang's ``speculative_eagle_topk`` is None without speculation)."""
     if isinstance(value, Const):
         return True
-    if isinstance(value, Sym):
-        return value.role is not None and not value.opaque
     if isinstance(value, Op) and value.kind in sy.INTEGER_KINDS:
         return value.kind != "or" or all(map(never_none, value.args))
     return False

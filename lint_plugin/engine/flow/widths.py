@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import (
@@ -530,10 +530,9 @@ class Analysis(CallValues):
         return combine(parts, compare)
 
     def _none_test(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
-        """``x is None`` (``is not``): false (true) where ``x`` is a number the
-        model knows is one, a role's quantity or arithmetic (``topk=self.topk``
-        tested by a helper's ``if topk is not None:``); opaque otherwise, as any
-        other test it cannot read."""
+        """``x is None`` (``is not``): false (true) where every value of ``x``
+        is a literal or arithmetic; opaque otherwise, as any other test it
+        cannot read (a size may be None)."""
         left, right = node.left, node.comparators[0]
         if _is_none(left):
             left, right = right, left
@@ -643,25 +642,44 @@ class Analysis(CallValues):
             return self._per_path(alts)
         return as_condition(alts[0].value)
 
-    def _per_path(self, alts: list[Alt]) -> Expr | None:
+    def _per_path(
+        self, alts: list[Alt], test: Callable[[Expr], Expr | None] = as_condition
+    ) -> Expr | None:
         """A test whose value differs by path (a helper's ``if topk == 1:``,
         its ``topk`` passed as ``self.topk if self.topk > 1 else 1``): it holds
-        where some path's conditions and its value do. Only for paths that
-        exclude one another (one's conditions deny another's): then the
-        negation is where it does not hold. Opaque otherwise, or where a
-        path's own condition is."""
+        where some path's conditions and its value (``test`` of it) do. Only
+        for paths that exclude one another (one's conditions deny another's):
+        then the negation is where it does not hold. Opaque otherwise, or
+        where a path's own condition is."""
         if len(alts) > _PATHS_READ or not _exclusive(alts):
             return None
         options = []
         for alt in alts:
-            parts = [as_condition(alt.value)]
+            holds = test(alt.value)
+            if holds is None:
+                return None
+            parts = [holds]
             for literal in sorted(alt.conds, key=literal_order):
                 expr, positive = self.condition(literal)
                 if expr is None:
                     return None
                 parts.append(expr if positive else Op("not", (expr,)))
             options.append(Op("and", tuple(parts)))
-        return Op("bor", tuple(options))
+        either = Op("bor", tuple(options))
+        # Only sizes and literals, each size spelt one way. A name of no role
+        # is a symbol by its text, which may stand for another value where it
+        # is read again (a parameter beside a `self.` attribute of its name,
+        # an object's attribute set in between, an alias bound again); two
+        # spellings of one size (`self.draft_topk`, `self.topk`) are one
+        # symbol only by the model's rule, and either may be None.
+        spellings: dict[object, set[str]] = {}
+        for symbol in sy.symbols(either):
+            if symbol.role is None or symbol.opaque:
+                return None
+            spellings.setdefault(symbol.role, set()).add(symbol.text)
+        if any(len(texts) > 1 for texts in spellings.values()):
+            return None
+        return either
 
     def _matches(self, case: ast.match_case, frame: Frame) -> Expr | None:
         """``case 1:`` or ``case 1 | 2:``: the subject equals one of them (a
@@ -689,10 +707,16 @@ class Analysis(CallValues):
         )
         if match is None:
             return None
+        values = [Const(n) for n in numbers]
         alts = self.values(match.subject, frame, match)
-        if len({a.value for a in alts}) != 1 or not is_int(alts[0].value):
-            return None
-        taken = _equals_one_of(alts[0].value, [Const(n) for n in numbers])
+        if len({a.value for a in alts}) == 1 and is_int(alts[0].value):
+            taken = _equals_one_of(alts[0].value, values)
+        else:  # a subject that differs by path (`k = self.topk if flag else 1`)
+            taken = self._per_path(
+                alts, lambda v: _equals_one_of(v, values) if is_int(v) else None
+            )
+            if taken is None:
+                return None
         if case.guard is None:
             return taken
         guards = self.values(case.guard, frame, match)
