@@ -45,6 +45,13 @@ _ASSIGNS = (
     "        )\n"
 )
 
+_BRANCHES_ON_THE_TOPK = (
+    "def _alloc(steps, width, topk):\n"
+    "    if topk == 1:\n"
+    "        return torch.zeros((steps, width))\n"
+    "    return torch.zeros((steps, width * topk))\n"
+)
+
 # (module text, methods, the caller's lines, what the finding points at or None)
 CASES = {
     "function-unsized": (
@@ -121,10 +128,7 @@ CASES = {
     ),
     # The helper's branches are read with the call's values: sized on each path.
     "function-branches-on-the-topk": (
-        "def _alloc(steps, width, topk):\n"
-        "    if topk == 1:\n"
-        "        return torch.zeros((steps, width))\n"
-        "    return torch.zeros((steps, width * topk))\n",
+        _BRANCHES_ON_THE_TOPK,
         "",
         "        self.cuda_graph_kv_indices = _alloc(\n"
         f"            self.speculative_num_steps, {_UNSIZED}, self.topk\n"
@@ -134,10 +138,7 @@ CASES = {
     # The topk's 1 passed where the topk is 1: the branch for 1 is taken
     # exactly there (its test read path by path).
     "function-branches-on-a-topk-by-path": (
-        "def _alloc(steps, width, topk):\n"
-        "    if topk == 1:\n"
-        "        return torch.zeros((steps, width))\n"
-        "    return torch.zeros((steps, width * topk))\n",
+        _BRANCHES_ON_THE_TOPK,
         "",
         "        self.cuda_graph_kv_indices = _alloc(\n"
         f"            self.speculative_num_steps, {_UNSIZED},\n"
