@@ -202,8 +202,9 @@ may be (a topk parameter defaulting to None), so `if topk is not None:` goes
 either way. A test (or a `match` subject) of a name that holds a different size
 on paths that exclude one another (`k = self.topk if self.topk > 1 else 1`,
 then `if k == 1:`) holds where some path's tests and its value do, when those
-tests read only sizes and literals, each size spelt one way. A test of anything
-else may go either way, the same way each time it is tested.
+tests read only sizes and literals, each size spelt one way, in code holding no
+`nonlocal` or `global`. A test of anything else may go either way, the same way
+each time it is tested.
 
 What is opaque (not judged): a call the analysis cannot read (a function of
 another module, a method of another object), what a loop adds to a width it had

@@ -652,6 +652,20 @@ _GROWN = (
             "            (self.speculative_num_steps, w)\n        )\n",
             ["KVI003"],
         ),
+        # A nested function rebinds the tested size between its reads.
+        (
+            "        def grow():\n"
+            "            nonlocal max_bs\n"
+            "            max_bs = 2\n"
+            "        k = self.topk if max_bs > 1 else 1\n"
+            "        grow()\n"
+            "        w = max_bs * self.max_context_len\n"
+            "        if max_bs > 1 and k == 1:\n            pass\n"
+            "        else:\n            w = w * self.topk\n"
+            "        self.cuda_graph_kv_indices = torch.zeros(\n"
+            "            (self.speculative_num_steps, w)\n        )\n",
+            ["KVI003"],
+        ),
         # Two spellings of one size (either may be None): not read path by path.
         (
             "        k = self.draft_topk if self.topk > 1 else max(self.topk, 1)\n"
@@ -675,6 +689,7 @@ _GROWN = (
         "match",
         "if-else-topk-2",
         "an-attribute-set-in-between",
+        "rebound-by-a-nested-function",
         "two-spellings-of-a-size",
         "overlapping-paths",
     ],

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import re
 from collections.abc import Callable, Sequence
 
 from lint_plugin.engine.flow import symbolic as sy
@@ -639,11 +640,14 @@ class Analysis(CallValues):
             return None
         alts = self.values(test, frame, stmt)
         if len({a.value for a in alts}) != 1:
-            return self._per_path(alts)
+            return self._per_path(alts, frame)
         return as_condition(alts[0].value)
 
     def _per_path(
-        self, alts: list[Alt], test: Callable[[Expr], Expr | None] = as_condition
+        self,
+        alts: list[Alt],
+        frame: Frame,
+        test: Callable[[Expr], Expr | None] = as_condition,
     ) -> Expr | None:
         """A test whose value differs by path (a helper's ``if topk == 1:``,
         its ``topk`` passed as ``self.topk if self.topk > 1 else 1``): it holds
@@ -652,6 +656,12 @@ class Analysis(CallValues):
         then the negation is where it does not hold. Opaque otherwise, or
         where a path's own condition is."""
         if len(alts) > _PATHS_READ or not _exclusive(alts):
+            return None
+        # A name a nested function rebinds (`nonlocal`, `global`) may hold
+        # another value at each read: the flow does not follow it there.
+        frames = {id(f): f for alt in alts for *_, f in alt.conds}
+        frames[id(frame)] = frame
+        if any(_rebound_from_inside(f) for f in frames.values()):
             return None
         options = []
         for alt in alts:
@@ -713,7 +723,7 @@ class Analysis(CallValues):
             taken = _equals_one_of(alts[0].value, values)
         else:  # a subject that differs by path (`k = self.topk if flag else 1`)
             taken = self._per_path(
-                alts, lambda v: _equals_one_of(v, values) if is_int(v) else None
+                alts, frame, lambda v: _equals_one_of(v, values) if is_int(v) else None
             )
             if taken is None:
                 return None
@@ -747,6 +757,16 @@ class Analysis(CallValues):
 
 # A test read path by path, at most over this many paths.
 _PATHS_READ = 8
+
+
+def _rebound_from_inside(frame: Frame) -> bool:
+    """Does the code ``frame`` reads hold a ``nonlocal`` or ``global``
+    statement (by its text: a superset)? A module's is not read per path."""
+    scope = frame.scope
+    if scope.node is None:
+        return True
+    text = scope.source.segment(scope.node)
+    return re.search(r"\b(?:nonlocal|global)\b", text) is not None
 
 
 def _exclusive(alts: list[Alt]) -> bool:
