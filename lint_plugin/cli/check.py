@@ -12,7 +12,6 @@ from lint_plugin.cli.common import (
     Plan,
     RunError,
     UsageError,
-    add_common_arguments,
     load_plan,
     print_file_errors,
     print_warning,
@@ -21,6 +20,7 @@ from lint_plugin.cli.common import (
 )
 from lint_plugin.cli.quick import FLAG, VALUE, Command, Option
 from lint_plugin.engine.source import normalised
+from lint_plugin.output import OUTPUT_FORMATS
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 
@@ -65,100 +65,15 @@ def show_settings(args: argparse.Namespace, plan: Plan, path: str) -> int:
 
 
 def add_check_parser(subparsers: argparse._SubParsersAction) -> None:
-    from lint_plugin.output import OUTPUT_FORMATS
+    from lint_plugin.cli.parsers import add_command
 
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "check",
+        QUICK,
         help="report inline kv_indices formulas and unsized draft buffers",
         description="Report KVI findings; exit 1 when there are any.",
     )
-    add_common_arguments(parser)
-    parser.add_argument(
-        "--output-format",
-        choices=OUTPUT_FORMATS,
-        help="default: text, or output-format from the configuration",
-    )
-    parser.add_argument(
-        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
-    )
-    parser.add_argument(
-        "--statistics",
-        action="store_true",
-        help="count findings per code instead, and the allocations KVI003 "
-        "could not judge",
-    )
-    parser.add_argument(
-        "--explain",
-        metavar="FILE:ROW",
-        help="print how KVI003 reads the allocation at ROW of FILE: each path's "
-        "row width and verdict (exit 1 when one is unsized)",
-    )
-    parser.add_argument(
-        "--add-noqa",
-        action="store_true",
-        help="add `# noqa: CODE` to every reported row, then exit 0",
-    )
-    parser.add_argument(
-        "--show-settings",
-        metavar="FILE",
-        help="print the settings that apply to FILE, then exit",
-    )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="print the findings and nothing else (no summary, no warnings)",
-    )
-    parser.add_argument(
-        "-o",
-        "--output-file",
-        metavar="FILE",
-        help="write the report to FILE instead of standard output",
-    )
-    parser.add_argument(
-        "--show-fixes",
-        action="store_true",
-        help="say under each finding what its fix does",
-    )
-    parser.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the text formats (auto: on a terminal, unless NO_COLOR is set)",
-    )
-    caching = parser.add_argument_group("cache")
-    caching.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="check every file again and store nothing (env: DRAFT_KV_LINT_NO_CACHE)",
-    )
-    caching.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="where answers for unchanged files are kept (default: "
-        ".draft_kv_lint_cache in the project root; env: DRAFT_KV_LINT_CACHE_DIR)",
-    )
-    parser.add_argument(
-        "--stdin-filename",
-        metavar="NAME",
-        help="with PATH `-`: read the source from standard input and report it "
-        "(and resolve its configuration) as NAME",
-    )
-    fixing = parser.add_argument_group("fixing (as `draft-kv-lint fix`)")
-    fixing.add_argument(
-        "--fix", action="store_true", help="apply the fixes: same as `fix`"
-    )
-    fixing.add_argument(
-        "--diff",
-        action="store_true",
-        help="print the fixes as a diff, write nothing: same as `fix --diff`",
-    )
-    fixing.add_argument(
-        "--unsafe-fixes",
-        action="store_true",
-        help="with --fix/--diff, also the fixes that change allocations (KVI003)",
-    )
-    parser.set_defaults(handler=run_check)
 
 
 def _add_noqa(result: CheckResult) -> int:
@@ -356,29 +271,146 @@ def _explain(args: argparse.Namespace) -> int:
     return 1 if verdict == "unsized" else 0
 
 
-def _quick() -> Command:
-    from lint_plugin.output import OUTPUT_FORMATS
+_FIXING = "fixing (as `draft-kv-lint fix`)"
 
-    own = (
-        Option(("--output-format",), "output_format", VALUE, OUTPUT_FORMATS),
-        Option(("--exit-zero",), "exit_zero", FLAG, True, False),
-        Option(("--statistics",), "statistics", FLAG, True, False),
-        Option(("--explain",), "explain", VALUE),
-        Option(("--add-noqa",), "add_noqa", FLAG, True, False),
-        Option(("--show-settings",), "show_settings", VALUE),
-        Option(("-q", "--quiet"), "quiet", FLAG, True, False),
-        Option(("-o", "--output-file"), "output_file", VALUE),
-        Option(("--show-fixes",), "show_fixes", FLAG, True, False),
-        Option(("--color",), "color", VALUE, ("auto", "always", "never"), "auto"),
-        Option(("--no-cache",), "no_cache", FLAG, True, False),
-        Option(("--cache-dir",), "cache_dir", VALUE),
-        Option(("--stdin-filename",), "stdin_filename", VALUE),
-        Option(("--fix",), "fix", FLAG, True, False),
-        Option(("--diff",), "diff", FLAG, True, False),
-        Option(("--unsafe-fixes",), "unsafe_fixes", FLAG, True, False),
-    )
-    return Command((*QUICK_COMMON, *own), run_check)
-
-
-# ``add_check_parser`` for ``lint_plugin.cli.quick`` (held to it by a test).
-QUICK = _quick()
+# check's options: read by ``lint_plugin.cli.quick``, built into argparse's
+# parser by ``add_check_parser``.
+QUICK = Command(
+    (
+        *QUICK_COMMON,
+        Option(
+            ("--output-format",),
+            "output_format",
+            VALUE,
+            OUTPUT_FORMATS,
+            help="default: text, or output-format from the configuration",
+        ),
+        Option(
+            ("--exit-zero",),
+            "exit_zero",
+            FLAG,
+            True,
+            False,
+            help="exit 0 even when there are findings",
+        ),
+        Option(
+            ("--statistics",),
+            "statistics",
+            FLAG,
+            True,
+            False,
+            help="count findings per code instead, and the allocations KVI003 "
+            "could not judge",
+        ),
+        Option(
+            ("--explain",),
+            "explain",
+            VALUE,
+            help="print how KVI003 reads the allocation at ROW of FILE: each path's "
+            "row width and verdict (exit 1 when one is unsized)",
+            metavar="FILE:ROW",
+        ),
+        Option(
+            ("--add-noqa",),
+            "add_noqa",
+            FLAG,
+            True,
+            False,
+            help="add `# noqa: CODE` to every reported row, then exit 0",
+        ),
+        Option(
+            ("--show-settings",),
+            "show_settings",
+            VALUE,
+            help="print the settings that apply to FILE, then exit",
+            metavar="FILE",
+        ),
+        Option(
+            ("-q", "--quiet"),
+            "quiet",
+            FLAG,
+            True,
+            False,
+            help="print the findings and nothing else (no summary, no warnings)",
+        ),
+        Option(
+            ("-o", "--output-file"),
+            "output_file",
+            VALUE,
+            help="write the report to FILE instead of standard output",
+            metavar="FILE",
+        ),
+        Option(
+            ("--show-fixes",),
+            "show_fixes",
+            FLAG,
+            True,
+            False,
+            help="say under each finding what its fix does",
+        ),
+        Option(
+            ("--color",),
+            "color",
+            VALUE,
+            ("auto", "always", "never"),
+            "auto",
+            help="colour the text formats (auto: on a terminal, unless NO_COLOR is "
+            "set)",
+        ),
+        Option(
+            ("--no-cache",),
+            "no_cache",
+            FLAG,
+            True,
+            False,
+            help="check every file again and store nothing (env: "
+            "DRAFT_KV_LINT_NO_CACHE)",
+            group="cache",
+        ),
+        Option(
+            ("--cache-dir",),
+            "cache_dir",
+            VALUE,
+            help="where answers for unchanged files are kept (default: "
+            ".draft_kv_lint_cache in the project root; env: DRAFT_KV_LINT_CACHE_DIR)",
+            metavar="DIR",
+            group="cache",
+        ),
+        Option(
+            ("--stdin-filename",),
+            "stdin_filename",
+            VALUE,
+            help="with PATH `-`: read the source from standard input and report it "
+            "(and resolve its configuration) as NAME",
+            metavar="NAME",
+        ),
+        Option(
+            ("--fix",),
+            "fix",
+            FLAG,
+            True,
+            False,
+            help="apply the fixes: same as `fix`",
+            group=_FIXING,
+        ),
+        Option(
+            ("--diff",),
+            "diff",
+            FLAG,
+            True,
+            False,
+            help="print the fixes as a diff, write nothing: same as `fix --diff`",
+            group=_FIXING,
+        ),
+        Option(
+            ("--unsafe-fixes",),
+            "unsafe_fixes",
+            FLAG,
+            True,
+            False,
+            help="with --fix/--diff, also the fixes that change allocations (KVI003)",
+            group=_FIXING,
+        ),
+    ),
+    run_check,
+)

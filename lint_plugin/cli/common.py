@@ -47,99 +47,106 @@ def _code_list(value: str) -> list[str]:
     return [code.strip() for code in value.split(",") if code.strip()]
 
 
-def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Paths, configuration and selection: the same for ``check`` and ``fix``."""
-    parser.add_argument(
-        "paths", nargs="*", metavar="PATH", help="files or folders (default: .)"
-    )
-    parser.add_argument(
-        "--helpers-module",
-        metavar="MODULE",
+_SELECTION = "rule selection (codes or prefixes: KVI, KVI00)"
+_FILES = "file selection"
+
+# Paths, configuration and selection: the same for ``check`` and ``fix``.
+QUICK_COMMON = (
+    Option(
+        ("--helpers-module",),
+        "helpers_module",
+        VALUE,
         help="the only module the helpers are trusted from, and fix imports them "
         "from (default: sglang.srt.speculative.spec_utils; lint_plugin.runtime is "
         "always trusted too); config key helpers-module",
-    )
-    parser.add_argument(
-        "--guard-module",
         metavar="MODULE",
+    ),
+    Option(
+        ("--guard-module",),
+        "guard_module",
+        VALUE,
         help="where KVI006's inserted assert_buffer_fits is imported from "
         "(default: where the tree defines it, else sglang.srt.layers.attention.utils);"
         " config key guard-module",
-    )
-    group = parser.add_argument_group("rule selection (codes or prefixes: KVI, KVI00)")
-    for flag, help_text in (
-        ("--select", "only these codes (replaces the configured select)"),
-        ("--ignore", "not these codes"),
-        ("--extend-select", "these codes in addition"),
-    ):
-        group.add_argument(
-            flag,
-            metavar="CODES",
-            type=_code_list,
-            action="extend",
+        metavar="MODULE",
+    ),
+    *(
+        Option(
+            (flag,),
+            flag[2:].replace("-", "_"),
+            EXTEND,
+            _code_list,
             help=f"{help_text}; comma-separated",
+            metavar="CODES",
+            group=_SELECTION,
         )
-    group.add_argument(
-        "--per-file-ignores",
-        metavar="PATTERN:CODES",
-        action="append",
+        for flag, help_text in (
+            ("--select", "only these codes (replaces the configured select)"),
+            ("--ignore", "not these codes"),
+            ("--extend-select", "these codes in addition"),
+        )
+    ),
+    Option(
+        ("--per-file-ignores",),
+        "per_file_ignores",
+        APPEND,
         help="ignore CODES in files matching PATTERN (replaces the configured table)",
-    )
-    config = parser.add_argument_group("configuration")
-    config.add_argument(
-        "--config",
-        metavar="PATH",
+        metavar="PATTERN:CODES",
+        group=_SELECTION,
+    ),
+    Option(
+        ("--config",),
+        "config",
+        VALUE,
         help="use this pyproject.toml or .draft-kv-lint.toml for every file "
         "instead of each file's nearest one",
-    )
-    config.add_argument(
-        "--no-config", action="store_true", help="ignore every configuration file"
-    )
-    files = parser.add_argument_group("file selection")
-    files.add_argument(
-        "--exclude",
-        metavar="PATTERNS",
-        type=_code_list,
-        action="extend",
+        metavar="PATH",
+        group="configuration",
+    ),
+    Option(
+        ("--no-config",),
+        "no_config",
+        FLAG,
+        True,
+        False,
+        help="ignore every configuration file",
+        group="configuration",
+    ),
+    Option(
+        ("--exclude",),
+        "exclude",
+        EXTEND,
+        _code_list,
         help="skip these globs while walking folders (replaces the configured "
         "exclude and the default list); comma-separated",
-    )
-    files.add_argument(
-        "--extend-exclude",
         metavar="PATTERNS",
-        type=_code_list,
-        action="extend",
+        group=_FILES,
+    ),
+    Option(
+        ("--extend-exclude",),
+        "extend_exclude",
+        EXTEND,
+        _code_list,
         help="skip these globs too; comma-separated",
-    )
-    files.add_argument(
-        "--force-exclude",
-        action="store_true",
-        default=None,
+        metavar="PATTERNS",
+        group=_FILES,
+    ),
+    Option(
+        ("--force-exclude",),
+        "force_exclude",
+        FLAG,
+        True,
         help="apply the exclusions to files named on the command line too",
-    )
-    files.add_argument(
-        "--no-respect-gitignore",
-        dest="respect_gitignore",
-        action="store_false",
-        default=None,
+        group=_FILES,
+    ),
+    Option(
+        ("--no-respect-gitignore",),
+        "respect_gitignore",
+        FLAG,
+        False,
         help="also walk into what .gitignore files ignore",
-    )
-
-
-# ``add_common_arguments`` for ``lint_plugin.cli.quick`` (held to it by a test).
-QUICK_COMMON = (
-    Option(("--helpers-module",), "helpers_module", VALUE),
-    Option(("--guard-module",), "guard_module", VALUE),
-    Option(("--select",), "select", EXTEND, _code_list),
-    Option(("--ignore",), "ignore", EXTEND, _code_list),
-    Option(("--extend-select",), "extend_select", EXTEND, _code_list),
-    Option(("--per-file-ignores",), "per_file_ignores", APPEND),
-    Option(("--config",), "config", VALUE),
-    Option(("--no-config",), "no_config", FLAG, True, False),
-    Option(("--exclude",), "exclude", EXTEND, _code_list),
-    Option(("--extend-exclude",), "extend_exclude", EXTEND, _code_list),
-    Option(("--force-exclude",), "force_exclude", FLAG, True),
-    Option(("--no-respect-gitignore",), "respect_gitignore", FLAG, False),
+        group=_FILES,
+    ),
 )
 
 

@@ -9,7 +9,6 @@ import sys
 from lint_plugin.cli.common import (
     QUICK_COMMON,
     Plan,
-    add_common_arguments,
     configured_guard_module,
     load_plan,
     run_settings,
@@ -59,8 +58,12 @@ def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
 
 
 def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    from lint_plugin.cli.parsers import add_command
+
+    add_command(
+        subparsers,
         "fix",
+        QUICK,
         help="rewrite inline formulas into helper calls (a codemod)",
         description=(
             "Rewrite KVI001/KVI002 sites into draft_kv_indices_used_len / "
@@ -69,22 +72,6 @@ def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
             "--diff/--check found something to change or a file could not be fixed."
         ),
     )
-    add_common_arguments(parser)
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--diff", action="store_true", help="print a unified diff, write nothing"
-    )
-    mode.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing, print nothing on stdout, exit 1 if anything would change",
-    )
-    parser.add_argument(
-        "--unsafe-fixes",
-        action="store_true",
-        help="also apply fixes that change allocations (KVI003)",
-    )
-    parser.set_defaults(handler=run_fix_command)
 
 
 def run_fix_command(args: argparse.Namespace) -> int:
@@ -124,13 +111,36 @@ def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
     )
 
 
-# ``add_fix_parser`` for ``lint_plugin.cli.quick`` (held to it by a test).
+# fix's options: read by ``lint_plugin.cli.quick``, built into argparse's
+# parser by ``add_fix_parser`` (``--diff`` and ``--check`` exclude each other).
 QUICK = Command(
     (
         *QUICK_COMMON,
-        Option(("--diff",), "diff", FLAG, True, False),
-        Option(("--check",), "check", FLAG, True, False),
-        Option(("--unsafe-fixes",), "unsafe_fixes", FLAG, True, False),
+        Option(
+            ("--diff",),
+            "diff",
+            FLAG,
+            True,
+            False,
+            help="print a unified diff, write nothing",
+        ),
+        Option(
+            ("--check",),
+            "check",
+            FLAG,
+            True,
+            False,
+            help="write nothing, print nothing on stdout, exit 1 if anything would "
+            "change",
+        ),
+        Option(
+            ("--unsafe-fixes",),
+            "unsafe_fixes",
+            FLAG,
+            True,
+            False,
+            help="also apply fixes that change allocations (KVI003)",
+        ),
     ),
     run_fix_command,
     exclusive=(("diff", "check"),),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from lint_plugin import __version__
 from lint_plugin.cli.common import PROG
+from lint_plugin.cli.quick import APPEND, FLAG, VALUE, Command, Option
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -69,3 +70,53 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 # The subcommands' parsers, by name, for usage errors (set by build_parser).
 SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
+
+
+def add_command(
+    subparsers: argparse._SubParsersAction, name: str, command: Command, **kwargs
+) -> argparse.ArgumentParser:
+    """Subcommand ``name``'s parser, built from the table ``quick`` reads:
+    ``paths``, then each option in its order, in the help section its group
+    names (sections in the order first named), the options argparse makes
+    exclusive in one group."""
+    parser = subparsers.add_parser(name, **kwargs)
+    parser.add_argument(
+        "paths", nargs="*", metavar="PATH", help="files or folders (default: .)"
+    )
+    sections: dict[str, argparse._ArgumentGroup] = {}
+    exclusive: dict[tuple[str, ...], argparse._MutuallyExclusiveGroup] = {}
+    for option in command.options:
+        target = parser
+        if option.group is not None:
+            if option.group not in sections:
+                sections[option.group] = parser.add_argument_group(option.group)
+            target = sections[option.group]
+        group = next((g for g in command.exclusive if option.dest in g), None)
+        if group is not None:
+            if group not in exclusive:
+                exclusive[group] = target.add_mutually_exclusive_group()
+            target = exclusive[group]
+        target.add_argument(*option.strings, **_arguments(option))
+    parser.set_defaults(handler=command.handler)
+    return parser
+
+
+def _arguments(option: Option) -> dict[str, object]:
+    """``add_argument``'s keywords for ``option`` (argparse's defaults left out)."""
+    found: dict[str, object] = {"dest": option.dest, "help": option.help}
+    if option.metavar is not None:
+        found["metavar"] = option.metavar
+    if option.kind == FLAG:
+        found["action"] = "store_true" if option.given else "store_false"
+        if option.default is not (not option.given):
+            found["default"] = option.default
+    elif option.kind == VALUE:
+        if option.given is not None:
+            found["choices"] = option.given
+        if option.default is not None:
+            found["default"] = option.default
+    elif option.kind == APPEND:
+        found["action"] = "append"
+    else:
+        found["action"], found["type"] = "extend", option.given
+    return found

@@ -5,11 +5,12 @@ Importing argparse, building a subcommand's parser (thirty ``add_argument``
 calls, each making a help formatter) and gettext's catalogue lookups (with
 ``locale``) cost about 10 ms, a warm run's quarter. A command line of the common
 shape is read here into the namespace argparse gives it: a subcommand that
-declares its options (``QUICK``, beside its parser), option names spelt out in
-full, each value in its own word or after ``=``, not starting with ``-`` and
-among the choices, the paths in one run, no two options of a group argparse
-makes exclusive. Anything else (help, an abbreviation, ``--``, a word argparse
-would reject) is left to argparse, which prints what it always printed.
+declares its options (``QUICK``, from which its argparse parser is built too),
+option names spelt out in full, each value in its own word or after ``=``, not
+starting with ``-`` and among the choices, the paths in one run, no two options
+of a group argparse makes exclusive. Anything else (help, an abbreviation,
+``--``, a word argparse would reject) is left to argparse, which prints what it
+always printed.
 ``tests/check/test_quick_arguments.py`` holds each table to its parser and the
 two readings to each other on generated command lines.
 """
@@ -41,11 +42,17 @@ EXTEND = "extend"  # each value converted by ``given`` into a list, appended
 
 @record(frozen=True)
 class Option:
+    """One option, read here and built into argparse's parser from the same
+    record (``lint_plugin.cli.parsers.add_command``)."""
+
     strings: tuple[str, ...]
     dest: str
     kind: str
     given: object = None
     default: object = None
+    help: str = ""
+    metavar: str | None = None
+    group: str | None = None  # the title of the help section it is listed in
 
 
 @record(frozen=True)

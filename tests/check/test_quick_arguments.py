@@ -45,7 +45,13 @@ def _quick_reading(argv: list[str]) -> dict | None:
 
 
 def _table_of(parser: argparse.ArgumentParser) -> set:
-    """The parser's options as a quick table states them."""
+    """The parser's options as a quick table states them (the help section
+    of an option listed under the parser's own, None)."""
+    sections = {
+        id(action): group.title
+        for group in parser._action_groups[2:]
+        for action in group._group_actions
+    }
     options = set()
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
@@ -66,7 +72,14 @@ def _table_of(parser: argparse.ArgumentParser) -> set:
             given_ = tuple(action.choices) if action.choices else None
         options.add(
             quick.Option(
-                tuple(action.option_strings), action.dest, kind, given_, action.default
+                tuple(action.option_strings),
+                action.dest,
+                kind,
+                given_,
+                action.default,
+                action.help,
+                action.metavar,
+                sections.get(id(action)),
             )
         )
     return options
