@@ -45,7 +45,13 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
             if not node.lineno <= row <= node.end_lineno:
                 continue
             topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
-            judgement = row_sizing.judge(allocation, reporter.analysis, topk, inner)
+            judgement = row_sizing.judge(
+                allocation,
+                reporter.analysis,
+                topk,
+                inner,
+                none_runs_no_draft=cls.keeps_one_topk,
+            )
             if judgement is None and allocation not in cls.allocations:
                 continue
             lines += _allocation(allocation, cls, judgement, source, path)

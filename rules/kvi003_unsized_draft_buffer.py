@@ -181,7 +181,7 @@ something the analysis cannot evaluate. A finding when any path is unsized;
 `draft-kv-lint check --explain FILE:ROW` prints every path of the allocation at
 that row, its width and its verdict, and `--statistics` counts those not judged.
 
-What is evaluated: integer literals and arithmetic (`+ - * // % **`), `max`,
+What is evaluated: integer literals and arithmetic (`+ - * // % ** <<`), `max`,
 `min`, `abs`, `int(...)`, `x or y`, `sum`/`math.prod` of a tuple, rounding up
 (`cdiv`, `-(-x // b)`, `(x + b - 1) // b`, `math.ceil(x / b)`),
 `next_power_of_2`, conditional expressions, and the two helpers (as their
@@ -189,17 +189,24 @@ formulas, of their arguments' values: `topk = 1` passed as the topk is 1, not a
 topk; `max(self.topk, 1)` and `self.topk or 1` are at least one). Names are
 followed through every definition that reaches them (`if`/`elif`/`else`,
 `try`/`except`, loops, early returns, augmented assignment, tuple unpacking,
-walrus), `self.` attributes through every assignment in the class and in the
+walrus; a step count too where it is unpacked from a call's value, `steps, w
+= self._dims(max_bs)`), `self.` attributes through every assignment in the class and in the
 file's base classes, module constants, and the returns of the module's functions
 and methods called with the arguments' values (no recursion). A parameter, an
 attribute of another object, or a `self.` attribute naming a topk, a step count
-or a context size is that size; a name of no known role is a size of its own,
-free to be any positive value. Branch conditions on known sizes
+or a context size is that size (and SGLang's `req_to_token_pool.size`, a
+slot per request, a sequence count); a name of no known role is a size of its
+own, free to be any positive value. Branch conditions on known sizes
 (`if self.topk == 1:`, `if self.topk in (1, 2):`, `match self.topk:` with
 `case 1:` or `case 1 | 2:` and their guards) hold on their paths, the
-allocation's own enclosing tests among them. Arithmetic is never None; a size
-may be (a topk parameter defaulting to None), so `if topk is not None:` goes
-either way. A test (or a `match` subject) of a name that holds a different size
+allocation's own enclosing tests among them, with `and`, `or` and `not`.
+Arithmetic is never None. The backend's topk is None only without speculation
+(SGLang's `speculative_eagle_topk`), where no draft step runs: a path that takes
+it to be None (`if self.topk is None:`, `k = 1 if self.topk is None else
+self.topk`, a helper's `if topk is not None:` given `self.topk`) is not judged.
+Any other size may be None (a topk parameter defaulting to None, a second topk
+attribute beside `self.topk`), so its `is not None` test goes either way. A
+test (or a `match` subject) of a name that holds a different size
 on paths that exclude one another (`k = self.topk if self.topk > 1 else 1`,
 then `if k == 1:`) holds where some path's tests and its value do, when those
 tests read only sizes and literals, each size spelt one way, in code holding no

@@ -58,6 +58,21 @@ class FakeTensor:
 
     reshape = view
 
+    def repeat(self, *sizes):
+        sizes = _dims(sizes)
+        padded = (1,) * (len(sizes) - len(self.shape)) + self.shape
+        return FakeTensor(tuple(d * r for d, r in zip(padded, sizes, strict=True)))
+
+    def expand(self, *sizes):
+        sizes = _dims(sizes)
+        padded = (1,) * (len(sizes) - len(self.shape)) + self.shape
+        return FakeTensor(
+            tuple(d if r == -1 else r for d, r in zip(padded, sizes, strict=True))
+        )
+
+    def contiguous(self):
+        return self
+
     def new_zeros(self, *args, **kwargs):
         return FakeTensor(_size(args, kwargs))
 
@@ -65,6 +80,12 @@ class FakeTensor:
 
     def new_full(self, size, fill_value, **kwargs):
         return FakeTensor(tuple(size))
+
+
+def _dims(sizes: tuple) -> tuple:
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        return tuple(sizes[0])
+    return tuple(sizes)
 
 
 def _size(args, kwargs) -> tuple:
@@ -251,7 +272,7 @@ def _width_expr(draw, context: str, depth: int):
     kinds.insert(draw(_ints(0, len(kinds))), "context")
     if draw(_ints(0, 5)) == 0:
         kinds.append(draw(_pick(("count", "topk", "context"))))
-    form = draw(_ints(0, 15 if depth < 2 else 2))
+    form = draw(_ints(0, 16 if depth < 2 else 2))
     factors = [draw(leaf(kind)) for kind in kinds]
     skip = False
     if draw(_ints(0, 9)) == 0:
@@ -289,6 +310,8 @@ def _width_expr(draw, context: str, depth: int):
         return f"math.prod(({base}, {draw(leaf('count'))}))", skip
     if form == 14:
         return f"self._rows({inner})", skip
+    if form == 16:
+        return f"max({inner}, 1 << {draw(_pick(('4', '10', 'k')))})", skip
     return f"int(triton.next_power_of_2({inner}))", skip
 
 
@@ -306,6 +329,12 @@ CONDITIONS = [
     # another.
     "k * 2 is not None",
     "max_bs + k is None",
+    # The topk itself is never None where a draft step runs (SGLang's is None
+    # only without speculation): its None tests are false.
+    "self.topk is None",
+    "k is not None",
+    "self.topk is None or self.topk == 1",
+    "self.topk is not None and self.topk > 1",
     "k == 1",
     "k > 1",
 ]
@@ -435,7 +464,7 @@ def _method_body(draw, context: str):
 SPELLINGS = [
     "tuple", "list", "full", "varargs", "size", "shape", "torch.Size", "starred",
     "concat", "alias", "partial", "new_zeros", "flat", "view", "comprehension",
-    "append", "stack", "three-d",
+    "append", "stack", "three-d", "repeat", "expand",
 ]  # fmt: skip
 
 
@@ -475,6 +504,10 @@ def allocation(spelling: str) -> tuple[list[str], str]:
             f"{target} = torch.stack([torch.zeros(width) for _ in range({steps})])"
         ],
         "three-d": [f"{target} = torch.zeros(({steps}, width, 1))"],
+        "repeat": [f"{target} = torch.zeros(width).repeat({steps}, 1)"],
+        "expand": [
+            f"{target} = torch.zeros((1, width)).expand({steps}, -1).contiguous()"
+        ],
     }
     if spelling in HELPERS:
         rows[spelling] = [
@@ -527,6 +560,9 @@ def programs(draw) -> Program:
     )
     pad = draw(_pick(("16", "64", "3")))
     skip = skip or base_skip or rows_skip
+    if draw(_ints(0, 4)) == 0:
+        # The step count and the width unpacked from a method's tuple.
+        alloc = ["steps, width = self._steps_and(width)", *alloc[1:]]
     method = "".join(f"        {line}\n" for line in [*body, *alloc])
     module_helpers, class_helpers, _ = HELPERS.get(spelling, ("", "", ()))
     source = f"""\
@@ -565,6 +601,9 @@ class GenMultiStepDraftBackend(Base):
 
     def _rows(self, x):
         return {rows_expr}
+
+    def _steps_and(self, x):
+        return self.speculative_num_steps, x
 
 {class_helpers}
     def init_cuda_graph_state(self, max_bs, flag_a, flag_b):

@@ -233,6 +233,12 @@ class ClassFacts:
         return found[0] if found else None
 
     @property
+    def keeps_one_topk(self) -> bool:
+        """Does it keep one topk attribute only (``self.topk``, not beside a
+        ``self.draft_topk``, either of which may be None)?"""
+        return sum(role_of_name(a) is Role.TOPK for a in self.attributes) == 1
+
+    @property
     def keeps_steps(self) -> bool:
         return any(role_of_name(a) is Role.NUM_STEPS for a in self.attributes)
 

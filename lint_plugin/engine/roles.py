@@ -58,6 +58,13 @@ ROLES: dict[Role, RoleSpec] = {
     ),
 }
 
+# Sizes named by an attribute and its owner together (``size`` alone names
+# nothing): SGLang's request pool keeps a row per request slot, so its size is
+# the most requests a batch holds (``max_bs = model_runner.req_to_token_pool.size``).
+MEMBER_ROLES: dict[tuple[str, str], Role] = {
+    ("req_to_token_pool", "size"): Role.NUM_SEQS,
+}
+
 CONTEXT_ROLES: frozenset[Role] = frozenset(
     role for role, spec in ROLES.items() if spec.context_sized
 )
@@ -96,6 +103,11 @@ SEQUENCE_COUNT_NAMES: tuple[str, ...] = ("max_bs", "num_seqs", "batch_size", "bs
 
 _KNOWN: dict[str, Role | None] = {}  # names repeat: each is matched once
 _UNSEEN = object()
+
+
+def role_of_member(owner: str | None, name: str) -> Role | None:
+    """The role of ``owner.name`` (owner: the last segment of its owner)."""
+    return MEMBER_ROLES.get((owner, name)) if owner else None
 
 
 def role_of_name(name: str | None) -> Role | None:

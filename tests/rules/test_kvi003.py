@@ -734,9 +734,11 @@ def test_a_parameter_and_an_attribute_of_its_name_are_not_one_value() -> None:
         ("not (max_bs + 1 is None)", []),
         ("None is not self.max_context_len * 3", []),
         # A size may be None (a topk parameter defaulting to None, SGLang's
-        # `speculative_eagle_topk` without speculation): either way.
-        ("self.topk is not None", ["KVI003"]),
-        ("None is not self.topk", ["KVI003"]),
+        # `speculative_eagle_topk` without speculation): either way. The
+        # backend's own topk is not None where a draft step runs
+        # (test_a_path_where_the_topk_is_none_runs_no_draft_step).
+        ("self.topk is not None", []),
+        ("None is not self.topk", []),
         ("self.page_size is not None", ["KVI003"]),
         ("flag is not None", ["KVI003"]),
         ("self.topk * 2 is not flag", ["KVI003"]),
@@ -751,6 +753,274 @@ def test_arithmetic_is_never_none(test: str, expected: list[str]) -> None:
         f"        if {test}:\n            w = w * self.topk\n"
         "        self.cuda_graph_kv_indices = torch.zeros(\n"
         "            (self.speculative_num_steps, w)\n        )\n"
+    )
+    source = _UNDER.format(body=body)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+_NONE_HEAD = (
+    "import torch\n\n\n"
+    "def _rows(steps, width, topk=None):\n"
+    "    if topk is not None:\n        width = width * topk\n"
+    "    return torch.zeros((steps, width))\n\n\n"
+    "class FooMultiStepDraftBackend:\n"
+    "    def __init__(self, topk, speculative_num_steps, max_context_len, draft_topk=None):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+    "        self.max_context_len = max_context_len\n"
+    "{keeps}"
+    "\n    def init_cuda_graph_state(self, max_bs, topk=None):\n"
+    "{body}"
+    "{allocate}"
+)
+_W = "        w = max_bs * self.max_context_len\n"
+_ROWS = (
+    "        self.cuda_graph_kv_indices = torch.zeros(\n"
+    "            (self.speculative_num_steps, w)\n        )\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "keeps", "expected"),
+    [
+        pytest.param(
+            _W + "        if self.topk is not None:\n            w = w * self.topk\n",
+            "",
+            [],
+            id="factor-unless-none",
+        ),
+        pytest.param(
+            "        k = 1 if self.topk is None else self.topk\n"
+            "        w = max_bs * k * self.max_context_len\n",
+            "",
+            [],
+            id="one-when-none",
+        ),
+        pytest.param(
+            "        k = self.topk\n" + _W + "        if k is not None:\n"
+            "            w *= k\n",
+            "",
+            [],
+            id="alias-of-the-topk",
+        ),
+        pytest.param(
+            "        if self.topk is None or self.topk == 1:\n"
+            "            w = max_bs * self.max_context_len\n"
+            "        else:\n            w = max_bs * self.topk * self.max_context_len\n",
+            "",
+            [],
+            id="none-or-one",
+        ),
+        pytest.param(
+            _W + "        if self.topk is not None and self.topk > 1:\n"
+            "            w = w * self.topk\n",
+            "",
+            [],
+            id="not-none-and-above-one",
+        ),
+        pytest.param(
+            _W + "        w = w if self.topk is None else w * self.topk\n",
+            "",
+            [],
+            id="conditional-expression",
+        ),
+        # Short only where the topk is None, where no draft step runs.
+        pytest.param(
+            "        w = max_bs * self.topk * self.max_context_len\n"
+            "        if self.topk is None:\n"
+            "            w = max_bs * self.max_context_len // 2\n",
+            "",
+            [],
+            id="half-a-row-when-none",
+        ),
+        pytest.param(
+            _W + "        if self.topk is not None and self.topk > 2:\n"
+            "            w = w * self.topk\n",
+            "",
+            ["KVI003"],
+            id="factor-above-two-only",
+        ),
+        # Another size tested for None says nothing of the backend's topk.
+        pytest.param(
+            _W + "        if topk is not None:\n            w = w * topk\n",
+            "",
+            ["KVI003"],
+            id="a-parameter-defaulting-to-none",
+        ),
+        pytest.param(
+            _W
+            + "        if self.draft_topk is not None:\n            w = w * self.topk\n",
+            "        self.draft_topk = draft_topk\n",
+            ["KVI003"],
+            id="another-topk-attribute",
+        ),
+        pytest.param(
+            _W + "        if self.topk is not None:\n            w = w * self.topk\n",
+            "        self.draft_topk = draft_topk\n",
+            ["KVI003"],
+            id="the-topk-beside-another",
+        ),
+    ],
+)
+def test_a_path_where_the_topk_is_none_runs_no_draft_step(
+    body: str, keeps: str, expected: list[str]
+) -> None:
+    """The backend's own topk is None only without speculation (SGLang's
+    ``speculative_eagle_topk``), where no draft step runs: a path that takes it
+    to be None is not judged. Where the class keeps two topk attributes, or
+    another size is tested (a parameter defaulting to None), the test is free
+    either way."""
+    source = _NONE_HEAD.format(keeps=keeps, body=body, allocate=_ROWS)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+_STEPS_AND_ROW = "self.speculative_num_steps, max_bs * self.max_context_len"
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        (f"_rows({_STEPS_AND_ROW}, self.topk)", []),
+        (f"_rows({_STEPS_AND_ROW})", ["KVI003"]),
+        (f"_rows({_STEPS_AND_ROW}, topk)", ["KVI003"]),
+    ],
+)
+def test_a_helper_given_a_topk_that_may_be_none(call: str, expected: list[str]) -> None:
+    """A helper's ``if topk is not None:`` reads the value its call gives: the
+    backend's topk (not None where a draft step runs), nothing (None: no
+    factor), or a parameter defaulting to None (free either way)."""
+    allocate = f"        self.cuda_graph_kv_indices = {call}\n"
+    source = _NONE_HEAD.format(keeps="", body="", allocate=allocate)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+_POOL_BACKEND = (
+    "import torch\n\n\nclass FooMultiStepDraftBackend:\n"
+    "    def __init__(self, model_runner, topk, speculative_num_steps):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+    "        self.max_context_len = model_runner.model_config.context_len\n"
+    "        self.kv_indices_width = {width}\n"
+    "        self.cuda_graph_kv_indices = torch.zeros(\n"
+    "            (self.speculative_num_steps, self.kv_indices_width)\n        )\n"
+)
+
+
+_POOL = "model_runner.req_to_token_pool.size"
+
+
+@pytest.mark.parametrize(
+    ("width", "expected"),
+    [
+        (f"{_POOL} * self.max_context_len", ["KVI003"]),
+        (f"self.max_context_len * {_POOL}", ["KVI003"]),
+        (f"{_POOL} * self.topk * self.max_context_len", []),
+        (f"max({_POOL} * self.max_context_len, 1 << 20)", ["KVI003"]),
+        (f"{_POOL} * self.topk * self.max_context_len + (1 << 10)", []),
+        (f"{_POOL} * self.max_context_len + (1 << 10)", ["KVI003"]),
+        (f"{_POOL} * self.max_context_len << 1", ["KVI003"]),
+        (f"{_POOL} * self.max_context_len * self.topk << 1", []),
+        # `size` alone, or of another pool, is a quantity of no known role.
+        ("model_runner.token_to_kv_pool.size * self.max_context_len", []),
+    ],
+)
+def test_the_request_pool_size_is_a_sequence_count(
+    width: str, expected: list[str]
+) -> None:
+    """SGLang's request pool keeps a row per request slot: its ``size`` counts
+    sequences (``max_bs = model_runner.req_to_token_pool.size``), so a row of
+    it times the context lacks the topk. A shift is a power of two."""
+    source = _POOL_BACKEND.format(width=width)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+_UNPACKED = (
+    "import torch\n\n\n"
+    "def dims(steps, num_seqs, context):\n"
+    "    return steps, num_seqs * context\n\n\n"
+    "class FooMultiStepDraftBackend:\n"
+    "    def __init__(self, topk, speculative_num_steps, max_context_len):\n"
+    "        self.topk = topk\n"
+    "        self.speculative_num_steps = speculative_num_steps\n"
+    "        self.max_context_len = max_context_len\n\n"
+    "    def _dims(self, num_seqs):\n"
+    "        return self.speculative_num_steps, num_seqs * {row}\n\n"
+    "    def init_cuda_graph_state(self, max_bs):\n"
+    "        {targets} = {call}\n"
+    "        self.cuda_graph_kv_indices = torch.zeros(({steps}, w))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("targets", "call", "steps", "row", "expected"),
+    [
+        ("steps, w", "self._dims(max_bs)", "steps", "self.max_context_len", ["KVI003"]),
+        ("n, w", "self._dims(max_bs)", "n", "self.max_context_len", ["KVI003"]),
+        (
+            "self.steps, w",
+            "self._dims(max_bs)",
+            "self.steps",
+            "self.max_context_len",
+            ["KVI003"],
+        ),
+        (
+            "steps, w",
+            "dims(self.speculative_num_steps, max_bs, self.max_context_len)",
+            "steps",
+            "self.max_context_len",
+            ["KVI003"],
+        ),
+        (
+            "steps, w",
+            "self._dims(max_bs)",
+            "steps",
+            "self.topk * self.max_context_len",
+            [],
+        ),
+    ],
+)
+def test_a_step_count_unpacked_from_a_call_is_read(
+    targets: str, call: str, steps: str, row: str, expected: list[str]
+) -> None:
+    """``steps, w = self._dims(max_bs)``: the rows are the steps whatever the
+    local is called, as the width is read through the call."""
+    source = _UNPACKED.format(targets=targets, call=call, steps=steps, row=row)
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
+@pytest.mark.parametrize(
+    ("buffer", "expected"),
+    [
+        ("torch.zeros(max_bs * self.max_context_len).repeat(steps, 1)", ["KVI003"]),
+        (
+            "torch.zeros((1, max_bs * self.max_context_len)).expand(steps, -1)",
+            ["KVI003"],
+        ),
+        (
+            "torch.zeros((1, max_bs * self.max_context_len)).expand(steps, -1).contiguous()",
+            ["KVI003"],
+        ),
+        ("torch.zeros(max_bs * self.topk * self.max_context_len).repeat(steps, 1)", []),
+        ("torch.zeros(max_bs * self.max_context_len).repeat(steps, self.topk)", []),
+        (
+            "torch.zeros((1, max_bs * self.topk * self.max_context_len)).expand(steps, -1)",
+            [],
+        ),
+        # Repeated along another dimension than the steps: no per-step rows.
+        ("torch.zeros(max_bs * self.max_context_len).repeat(2, 1)", []),
+    ],
+)
+def test_a_row_repeated_per_step_is_judged(buffer: str, expected: list[str]) -> None:
+    """``row.repeat(steps, 1)`` and ``row.expand(steps, -1)`` make one row per
+    step of the allocation's own size."""
+    body = (
+        "        steps = self.speculative_num_steps\n"
+        f"        self.cuda_graph_kv_indices = {buffer}\n"
     )
     source = _UNDER.format(body=body)
     assert [c for c in codes(source) if c == "KVI003"] == expected

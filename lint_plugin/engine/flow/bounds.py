@@ -40,6 +40,7 @@ from lint_plugin.engine.flow.symbolic import (
     replace,
     role_symbol,
     symbols,
+    tests_none,
 )
 from lint_plugin.engine.roles import Role
 from lint_plugin.fix.gate import poly
@@ -401,7 +402,9 @@ def _choice(expr: Expr) -> Op | None:
 
 
 def evaluable(expr: Expr) -> bool:
-    return not any(s.opaque for s in symbols(expr))
+    """Has ``expr`` a value for every binding of its symbols? Not where it
+    holds an opaque symbol or a ``None`` test."""
+    return not any(s.opaque for s in symbols(expr)) and not tests_none(expr)
 
 
 _SMALL = (1, 2, 3)

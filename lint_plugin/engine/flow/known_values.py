@@ -39,6 +39,11 @@ SHAPE_FIRST = frozenset({"full", "empty_strided", "new_full"})
 RESHAPES = frozenset({"view", "reshape"})
 
 
+# A tensor made per step from one row: `row.repeat(steps, 1)`,
+# `row.expand(steps, -1)` (read where they make a buffer, not as values).
+REPEATS = frozenset({"repeat", "expand"})
+
+
 # Functions known by what they compute, wherever a file imports them from.
 KNOWN_FUNCTIONS = {
     "max": "max",

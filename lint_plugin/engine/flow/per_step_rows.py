@@ -20,6 +20,7 @@ from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
 from lint_plugin.engine.flow.known_values import (
     ALLOCATORS,
+    REPEATS,
     RESHAPES,
     SHAPE_FIRST,
     last_name,
@@ -163,7 +164,7 @@ def _rows(
     stmt = analysis.statement(frame, call)
     text = frame.scope.source.segment(stmt) if stmt is not None else ""
     loop = _per_step_loop(analysis, frame, stmt, call, text)
-    viewed = ("view" in text or "reshape" in text) and _viewed(call, stmt)
+    viewed = any(w in text for w in _AFTER_WORDS) and _viewed(call, stmt)
     func = call.func
     if inner is not None and not inner.may_make_rows(call, may_be_steps):
         return None  # `self._alloc_rows(w)` with no step count where it could be
@@ -367,6 +368,9 @@ def _per_step(
     viewed = _view(analysis, call, frame, stmt, dims)
     if viewed is not None:
         return viewed, None, "view"
+    repeated = _repeat(analysis, call, frame, stmt, dims)
+    if repeated is not None:
+        return repeated, None, "repeat"
     if loop and dims:
         return sy.mul(*dims), site if len(dims) == 1 else None, "loop"
     return None
@@ -517,8 +521,12 @@ def _first_dims(call: ast.Call) -> list[ast.expr]:
     return dims[:1]
 
 
+_AFTER_WORDS = ("view", "reshape", "repeat", "expand")
+
+
 def _viewed(call: ast.Call, stmt) -> bool:
-    """Is the allocation the receiver of ``.view``/``.reshape``?"""
+    """Is the allocation the receiver of ``.view``/``.reshape`` (or of
+    ``.repeat``/``.expand``)?"""
     if stmt is None or call.end_lineno is None:
         return False
     if not (
@@ -528,7 +536,9 @@ def _viewed(call: ast.Call, stmt) -> bool:
     ):
         return False
     return any(
-        isinstance(node, ast.Attribute) and node.value is call and node.attr in RESHAPES
+        isinstance(node, ast.Attribute)
+        and node.value is call
+        and (node.attr in RESHAPES or node.attr in REPEATS)
         for node in ast.walk(stmt)
     )
 
@@ -553,9 +563,10 @@ def _view(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
                 frame,
                 stmt,
             )
-            if len(shape) != 1 or not isinstance(shape[0].value, Tup):
+            value = _one_value(shape)
+            if not isinstance(value, Tup):
                 return None
-            parts = list(shape[0].value.items)
+            parts = list(value.items)
             if len(parts) < 2 or not is_steps(parts[0]):
                 return None
             rest = parts[1:]
@@ -564,6 +575,55 @@ def _view(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
                     return None
                 return _divide(sy.mul(*dims), parts[0])
             return sy.mul(*rest)
+    return None
+
+
+def _one_value(alts: list[Alt]) -> Expr | None:
+    """The value every path gives (the paths of a step count unpacked with
+    a width that differs by path give one), else None."""
+    values = {a.value for a in alts}
+    return values.pop() if len(values) == 1 else None
+
+
+def _repeat(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
+    """The row of ``alloc(w).repeat(steps, 1)`` or ``alloc((1, w)).expand(steps,
+    -1)`` on the allocation itself: its sizes from the right against the
+    allocation's (``repeat`` multiplies, ``expand`` keeps a -1), a new leading
+    size for each extra one; per step when the first is the step count."""
+    if stmt is None:
+        return None
+    for node in ast.walk(stmt):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.value is call
+            and node.func.attr in REPEATS
+            and not node.keywords
+        ):
+            continue
+        sizes = analysis._tuple(
+            node.args[0].elts
+            if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List))
+            else node.args,
+            frame,
+            stmt,
+        )
+        value = _one_value(sizes)
+        if not isinstance(value, Tup):
+            return None
+        parts = list(value.items)
+        if len(parts) < max(2, len(dims)) or not is_steps(parts[0]):
+            return None
+        padded = [Const(1)] * (len(parts) - len(dims)) + list(dims)
+        if node.func.attr == "repeat":
+            shape = [sy.mul(d, r) for d, r in zip(padded, parts, strict=True)]
+        else:
+            shape = [
+                d if r == Const(-1) else r for d, r in zip(padded, parts, strict=True)
+            ]
+            if Const(-1) in parts[: len(parts) - len(dims)]:
+                return None  # a new leading size cannot be -1
+        return sy.mul(*shape[1:])
     return None
 
 

@@ -84,7 +84,13 @@ def judgements(facts: ModuleFacts, analysis: Analysis) -> list[Judgement]:
             continue
         inner = inner or InnerCalls(analysis, facts)
         for allocation in (*cls.allocations, *cls.calls):
-            judgement = judge(allocation, analysis, f"self.{cls.topk_attr}", inner)
+            judgement = judge(
+                allocation,
+                analysis,
+                f"self.{cls.topk_attr}",
+                inner,
+                none_runs_no_draft=cls.keeps_one_topk,
+            )
             if judgement is not None:
                 found.append(judgement)
     return found
@@ -168,12 +174,19 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def judge(
-    allocation: Allocation, analysis, topk_text: str = "topk", inner=None
+    allocation: Allocation,
+    analysis,
+    topk_text: str = "topk",
+    inner=None,
+    *,
+    none_runs_no_draft: bool = False,
 ) -> Judgement | None:
     """None when the allocation is no kv_indices row: not per step, another
     per-step buffer (by its name), or no path of its width holds a context
     size. A row none of whose paths names one, but one that cannot be
-    evaluated, assigned to a ``kv_indices`` name, is not judged."""
+    evaluated, assigned to a ``kv_indices`` name, is not judged.
+    ``none_runs_no_draft``: ``topk_text`` is the backend's only topk, and a
+    path that takes it to be None runs no draft step (not judged)."""
     if allocation.target and other_buffer_of(allocation.target):
         return None
     rows = allocation_rows(analysis, allocation.function, allocation.call, inner)
@@ -198,7 +211,10 @@ def judge(
         groups.setdefault(key, []).append(row)
     paths = [
         p
-        for p in (_judge_group(g, analysis, topk_text) for g in groups.values())
+        for p in (
+            _judge_group(g, analysis, topk_text, none_runs_no_draft)
+            for g in groups.values()
+        )
         if p is not None
     ]
     if not paths:
@@ -259,12 +275,15 @@ def _contexts(width: Expr) -> list[Expr]:
     return found
 
 
-def _judge_group(group: list[Row], analysis, topk_text: str) -> PathVerdict | None:
+def _judge_group(
+    group: list[Row], analysis, topk_text: str, none_runs_no_draft: bool
+) -> PathVerdict | None:
     """One width reached under one or more sets of branch conditions; None when
     no set can be taken (its conditions contradict, or no value satisfies them)."""
     width = group[0].width
     goals, goal, reason = _goals(width, topk_text)
-    variants = [(row, _conditions(row, analysis)) for row in group]
+    own_topk = topk_text if none_runs_no_draft else None
+    variants = [(row, _conditions(row, analysis, own_topk)) for row in group]
     variants = [(row, c) for row, c in variants if c is not None]
     if not variants:
         return None
@@ -362,10 +381,12 @@ def _sample(width, goal, conds):
     yield from bindings(keys)
 
 
-def _conditions(row: Row, analysis):
+def _conditions(row: Row, analysis, own_topk: str | None = None):
     """``(evaluable conditions, shown conditions)`` of a path, or None when its
     conditions contradict each other (``flag`` and ``not flag``, an opaque test
-    taken both ways, ``a and b`` with ``not a``)."""
+    taken both ways, ``a and b`` with ``not a``), or take ``own_topk`` (the
+    backend's only topk) to be None: SGLang's topk is None only without
+    speculation, where no draft step runs, so such a path is not judged."""
     evaluable_conds = []
     shown = []
     tests = []  # every condition, as a formula of its tests (for consistency)
@@ -376,12 +397,15 @@ def _conditions(row: Row, analysis):
             continue
         tests.append((expr, positive))
         for part, holds_so in _conjuncts(expr, positive):
+            text = symbolic.render(part)
+            if own_topk is not None:
+                part = _not_none(part, own_topk)
             if _evaluable_condition(part):
                 if (part, holds_so) not in evaluable_conds:
                     evaluable_conds.append((part, holds_so))
-                    shown.append((symbolic.render(part), holds_so))
-            elif (symbolic.render(part), holds_so) not in shown:
-                shown.append((symbolic.render(part), holds_so))
+                    shown.append((text, holds_so))
+            elif (text, holds_so) not in shown:
+                shown.append((text, holds_so))
     if not _consistent(tests):
         return None
     for expr, positive in evaluable_conds:
@@ -392,6 +416,18 @@ def _conditions(row: Row, analysis):
             except symbolic.Undefined:
                 pass
     return evaluable_conds, shown
+
+
+def _not_none(expr: Expr, topk_text: str) -> Expr:
+    """``expr`` with each test of the topk spelt ``topk_text`` for None false."""
+    stack, tests = [expr], {}
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Op):
+            if node.kind == "none" and node.info == topk_text:
+                tests[node] = Const(0)
+            stack.extend(node.args)
+    return symbolic.replace(expr, tests) if tests else expr
 
 
 def _conjuncts(expr: Expr, positive: bool) -> list[tuple[Expr, bool]]:

@@ -181,10 +181,7 @@ def _name_holds_steps(analysis: Analysis, name: str, function, call) -> bool:
     while scope is not None:
         bindings = scope.locals.all(name)
         if bindings and any(
-            role_of_name(name) is Role.NUM_STEPS
-            if b.value is None
-            else may_hold_steps(analysis, b.value, b.owner or scope, call)
-            for b in bindings
+            _binding_holds_steps(analysis, name, b, scope, call) for b in bindings
         ):
             return True
         if name in scope.params:  # its value on entry, rebound or not
@@ -197,6 +194,17 @@ def _name_holds_steps(analysis: Analysis, name: str, function, call) -> bool:
     if name in MODULES or name in BUILTIN_NAMES or name in OPAQUE_BUILTINS:
         return False  # a module or a function: no integer
     return _module_name_holds_steps(analysis, name)
+
+
+def _binding_holds_steps(analysis: Analysis, name: str, binding, scope, call) -> bool:
+    if binding.value is not None:
+        return may_hold_steps(analysis, binding.value, binding.owner or scope, call)
+    statement = binding.statement
+    if isinstance(statement, ast.Assign):
+        # An element unpacked from a value that is no literal tuple (`steps, w =
+        # self._dims(n)`): what the whole value may hold.
+        return may_hold_steps(analysis, statement.value, binding.owner or scope, call)
+    return role_of_name(name) is Role.NUM_STEPS  # a loop's target, an import, ...
 
 
 def _class_holds_steps(analysis: Analysis, cls, attr: str, role) -> bool:
@@ -231,10 +239,7 @@ def _class_holds_steps(analysis: Analysis, cls, attr: str, role) -> bool:
             found = role is Role.NUM_STEPS
         else:
             found = any(
-                role is Role.NUM_STEPS
-                if b.value is None
-                else may_hold_steps(analysis, b.value, b.owner)
-                for b in bindings
+                _binding_holds_steps(analysis, attr, b, b.owner, None) for b in bindings
             )
     analysis._steps[key] = found
     return found

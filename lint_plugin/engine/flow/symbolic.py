@@ -93,8 +93,10 @@ INTEGER_KINDS = frozenset(
     {"+", "*", "-", "neg", "//", "%", "pow", "max", "min", "cdiv", "or", "np2", "abs"}
     | {"helper"}
 )
-# Conditions: "cmp" (``info`` the operator), "not", "and", "bor", "truth".
-CONDITION_KINDS = frozenset({"cmp", "not", "and", "bor", "truth"})
+# Conditions: "cmp" (``info`` the operator), "not", "and", "bor", "truth", and
+# "none": a size ``is None`` (``info`` its spelling), which no binding of
+# numbers decides (:func:`holds` raises :class:`Undefined`).
+CONDITION_KINDS = frozenset({"cmp", "not", "and", "bor", "truth", "none"})
 
 
 def role_symbol(role: Role, text: str) -> Sym:
@@ -200,6 +202,26 @@ def symbols(expr: Expr) -> Iterator[Sym]:
             stack.extend(node.items)
 
 
+def none_test(sym: Sym) -> Op:
+    """``sym is None``, keyed by its spelling: two sizes the model takes for
+    one symbol (``topk``, ``self.topk``) may differ in being None."""
+    return Op("none", (sym,), sym.text)
+
+
+def tests_none(expr: Expr) -> bool:
+    """Does ``expr`` hold a ``None`` test (which no binding decides)?"""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Op):
+            if node.kind == "none":
+                return True
+            stack.extend(node.args)
+        elif isinstance(node, Tup):
+            stack.extend(node.items)
+    return False
+
+
 def helper_formula(expr: Op) -> Expr:
     """A helper call as its formula of its arguments' values."""
     from lint_plugin.engine.formulas import HELPER_TERMS
@@ -255,6 +277,8 @@ def holds(
         return _COMPARE[cond.info](left, right)
     if isinstance(cond, Op) and cond.kind == "truth":
         return bool(evaluate(cond.args[0], values))
+    if isinstance(cond, Op) and cond.kind == "none":
+        raise Undefined(f"{cond.info} is None")
     return bool(evaluate(cond, values))
 
 
@@ -344,6 +368,8 @@ def _render(expr: Expr, outer: int) -> str:
         return word.join(_render(a, 2) for a in args)
     if kind == "truth":
         return _render(args[0], outer)
+    if kind == "none":
+        return f"{_render(args[0], 2)} is None"
     mine = _PRECEDENCE[kind]
     if kind == "neg":
         text = f"-{_render(args[0], mine)}"

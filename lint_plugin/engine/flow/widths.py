@@ -68,7 +68,7 @@ from lint_plugin.engine.flow.known_values import (
 from lint_plugin.engine.flow.scopes import ClassInfo, Scope
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.module_scope import ModuleScope
-from lint_plugin.engine.roles import role_of_name
+from lint_plugin.engine.roles import Role, role_of_member, role_of_name
 from lint_plugin.engine.source import Source, one_line
 
 
@@ -334,8 +334,8 @@ class Analysis(CallValues):
 
     def _attribute(self, node: ast.Attribute, frame: Frame, stmt) -> list[Alt]:
         scope = frame.scope
-        role = role_of_name(node.attr)
         owner = node.value
+        role = role_of_name(node.attr) or role_of_member(last_name(owner), node.attr)
         text = dotted(node)
         is_self = (
             isinstance(owner, ast.Name)
@@ -472,6 +472,8 @@ class Analysis(CallValues):
         right = self.values(node.right, frame, stmt)
         if isinstance(node.op, ast.Div):
             return combine([left, right], lambda v: truediv(v[0], v[1]))
+        if isinstance(node.op, ast.LShift):  # `1 << 20`: times a power of two
+            return combine([left, right], _shifted)
         return combine([left, right], lambda v: arithmetic(operator, v[0], v[1]))
 
     def _unary(self, node: ast.UnaryOp, frame: Frame, stmt) -> list[Alt]:
@@ -489,6 +491,11 @@ class Analysis(CallValues):
         if isinstance(node.op, ast.Or):
 
             def either(values):
+                # Tests (`topk is None or topk == 1`): true where one holds.
+                if all(
+                    isinstance(v, Op) and v.kind in sy.CONDITION_KINDS for v in values
+                ):
+                    return Op("bor", tuple(values))
                 result = values[-1]
                 for value in reversed(values[:-1]):
                     result = integer("or", value, result)
@@ -531,9 +538,10 @@ class Analysis(CallValues):
         return combine(parts, compare)
 
     def _none_test(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
-        """``x is None`` (``is not``): false (true) where every value of ``x``
-        is a literal or arithmetic; opaque otherwise, as any other test it
-        cannot read (a size may be None)."""
+        """``x is None`` (``is not``): false (true) where a value of ``x`` is a
+        literal or arithmetic; a test of the topk where it is the topk (a size
+        may be None: KVI003 reads a None topk as one branch); opaque otherwise,
+        as any other test it cannot read."""
         left, right = node.left, node.comparators[0]
         if _is_none(left):
             left, right = right, left
@@ -542,9 +550,17 @@ class Analysis(CallValues):
         negated = type(node.ops[0]) is ast.IsNot
         found = []
         for alt in self.values(left, frame, stmt):
-            if not never_none(alt.value):
+            value = alt.value
+            if never_none(value):
+                test: Expr = Const(int(negated))
+            elif (
+                isinstance(value, Sym) and value.role is Role.TOPK and not value.opaque
+            ):
+                test = sy.none_test(value)
+                test = Op("not", (test,)) if negated else test
+            else:
                 return [Alt(self._opaque(node, frame))]
-            found.append(Alt(Const(int(negated)), alt.conds, alt.rows))
+            found.append(Alt(test, alt.conds, alt.rows))
         return found
 
     def _membership(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
@@ -767,6 +783,11 @@ def _rebound_from_inside(frame: Frame) -> bool:
         return True
     text = scope.source.segment(scope.node)
     return re.search(r"\b(?:nonlocal|global)\b", text) is not None
+
+
+def _shifted(values: list[Expr]) -> Expr | None:
+    power = integer("pow", Const(2), values[1])
+    return None if power is None else integer("*", values[0], power)
 
 
 def _exclusive(alts: list[Alt]) -> bool:
