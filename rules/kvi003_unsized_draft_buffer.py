@@ -181,7 +181,7 @@ something the analysis cannot evaluate. A finding when any path is unsized;
 `draft-kv-lint check --explain FILE:ROW` prints every path of the allocation at
 that row, its width and its verdict, and `--statistics` counts those not judged.
 
-What is evaluated: integer literals and arithmetic (`+ - * // % ** <<`), `max`,
+What is evaluated: integer literals and arithmetic (`+ - * // % ** << >>`), `max`,
 `min`, `abs`, `int(...)`, `x or y`, `sum`/`math.prod` of a tuple, rounding up
 (`cdiv`, `-(-x // b)`, `(x + b - 1) // b`, `math.ceil(x / b)`),
 `next_power_of_2`, conditional expressions, and the two helpers (as their
@@ -202,8 +202,9 @@ own, free to be any positive value. Branch conditions on known sizes
 allocation's own enclosing tests among them, with `and`, `or` and `not`.
 Arithmetic is never None. The backend's topk is None only without speculation
 (SGLang's `speculative_eagle_topk`), where no draft step runs: a path that takes
-it to be None (`if self.topk is None:`, `k = 1 if self.topk is None else
-self.topk`, a helper's `if topk is not None:` given `self.topk`) is not judged.
+it to be None (`if self.topk is None:`, `!= None`, `k = 1 if self.topk is None
+else self.topk`, a helper's `if topk is not None:` given `self.topk`) is not
+judged; `self.topk or 1` is never None.
 Any other size may be None (a topk parameter defaulting to None, a second topk
 attribute beside `self.topk`), so its `is not None` test goes either way. A
 test (or a `match` subject) of a name that holds a different size
@@ -230,10 +231,13 @@ varargs; every torch allocator (`empty`, `zeros`, `ones`, `full`,
 `empty_strided`, `rand*`), `Tensor.new_*`, and the names a file gives them
 (`alloc = torch.zeros`, `functools.partial(torch.empty, ...)`,
 `from torch import zeros as z`); `(steps, WIDTH)`, flat `(steps * WIDTH,)` (also
-viewed as `.view(steps, -1)`), `(steps, count, context)`, and rows allocated one
-per step (a comprehension, or a loop appending them, over `range(steps)`).
-Buffers assigned to another per-step name (`kv_indptr`, masks) are not
-kv_indices rows.
+viewed as `.view(steps, -1)`), `(steps, count, context)`, a row repeated per step
+(`.repeat(steps, 1)`, `.expand(steps, -1)`; a view or a repeat only where
+nothing but a shape-keeping method such as `.contiguous()` follows it), and rows
+allocated one per step (a comprehension, or a loop appending them, over
+`range(steps)`).
+Buffers assigned to another per-step name (`kv_indptr`, masks, also through a
+view or a repeat of the allocation) are not kv_indices rows.
 
 A buffer made by a function or method of the file (`_alloc_rows(steps, width)`,
 `self._make_rows(max_bs * self.max_context_len)`) is judged at the call (`f(...)`

@@ -452,7 +452,15 @@ class Walker:
             targets, value = [node.target], node.value
             op = node.op if isinstance(node, ast.AugAssign) else None
         if isinstance(value, ast.Call):
-            self.targets[id(value)] = " ".join(AST.name(t) or "" for t in targets)
+            name = " ".join(AST.name(t) or "" for t in targets)
+            self.targets[id(value)] = name
+            # `torch.zeros(n).view(steps, -1)`: the allocation is the chain's
+            # receiver, and what the chain makes of it is assigned to the name.
+            while isinstance(value.func, ast.Attribute) and isinstance(
+                value.func.value, ast.Call
+            ):
+                value = value.func.value
+                self.targets.setdefault(id(value), name)
         for target in targets:
             self._bind(target, value, node, op, ctx)
 

@@ -543,6 +543,12 @@ _ALLOCATE = (
 )
 
 
+def assert_kvi003(source: str, expected: list[str]) -> None:
+    """KVI003's findings in ``source``, by check's regions and by a whole walk."""
+    assert [c for c in codes(source) if c == "KVI003"] == expected
+    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -597,8 +603,7 @@ def test_an_allocation_under_a_branch_holds_its_test(
     """The allocation's own enclosing tests hold on its path, however deep
     (the flow skips a compound statement that binds nothing)."""
     source = _UNDER.format(body=body)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 _GROWN = (
@@ -700,8 +705,7 @@ def test_a_test_whose_value_differs_by_path_is_read_path_by_path(
     """``if k == 1:`` where ``k`` is the topk on one path and 1 on another
     holds where some path's own tests and its value do."""
     source = _UNDER.format(body=body)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 def test_a_parameter_and_an_attribute_of_its_name_are_not_one_value() -> None:
@@ -755,8 +759,7 @@ def test_arithmetic_is_never_none(test: str, expected: list[str]) -> None:
         "            (self.speculative_num_steps, w)\n        )\n"
     )
     source = _UNDER.format(body=body)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 _NONE_HEAD = (
@@ -872,8 +875,7 @@ def test_a_path_where_the_topk_is_none_runs_no_draft_step(
     another size is tested (a parameter defaulting to None), the test is free
     either way."""
     source = _NONE_HEAD.format(keeps=keeps, body=body, allocate=_ROWS)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 _STEPS_AND_ROW = "self.speculative_num_steps, max_bs * self.max_context_len"
@@ -893,8 +895,7 @@ def test_a_helper_given_a_topk_that_may_be_none(call: str, expected: list[str]) 
     factor), or a parameter defaulting to None (free either way)."""
     allocate = f"        self.cuda_graph_kv_indices = {call}\n"
     source = _NONE_HEAD.format(keeps="", body="", allocate=allocate)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 _POOL_BACKEND = (
@@ -923,6 +924,9 @@ _POOL = "model_runner.req_to_token_pool.size"
         (f"{_POOL} * self.max_context_len + (1 << 10)", ["KVI003"]),
         (f"{_POOL} * self.max_context_len << 1", ["KVI003"]),
         (f"{_POOL} * self.max_context_len * self.topk << 1", []),
+        (f"{_POOL} * self.max_context_len * self.topk >> 1", ["KVI003"]),
+        (f"({_POOL} << 3) * self.max_context_len >> 3", ["KVI003"]),
+        (f"({_POOL} * self.topk << 3) * self.max_context_len >> 3", []),
         # `size` alone, or of another pool, is a quantity of no known role.
         ("model_runner.token_to_kv_pool.size * self.max_context_len", []),
     ],
@@ -934,8 +938,7 @@ def test_the_request_pool_size_is_a_sequence_count(
     sequences (``max_bs = model_runner.req_to_token_pool.size``), so a row of
     it times the context lacks the topk. A shift is a power of two."""
     source = _POOL_BACKEND.format(width=width)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 _UNPACKED = (
@@ -989,8 +992,7 @@ def test_a_step_count_unpacked_from_a_call_is_read(
     """``steps, w = self._dims(max_bs)``: the rows are the steps whatever the
     local is called, as the width is read through the call."""
     source = _UNPACKED.format(targets=targets, call=call, steps=steps, row=row)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
 
 
 @pytest.mark.parametrize(
@@ -1023,5 +1025,91 @@ def test_a_row_repeated_per_step_is_judged(buffer: str, expected: list[str]) -> 
         f"        self.cuda_graph_kv_indices = {buffer}\n"
     )
     source = _UNDER.format(body=body)
-    assert [c for c in codes(source) if c == "KVI003"] == expected
-    assert [c for c in full_walk_codes(source) if c == "KVI003"] == expected
+    assert_kvi003(source, expected)
+
+
+@pytest.mark.parametrize(
+    ("target", "buffer", "expected"),
+    [
+        # Another per-step buffer, by the name the chain is assigned to.
+        ("self.cuda_graph_custom_mask", "torch.zeros(_W).repeat(steps, 1)", []),
+        ("self.kv_indptr_buf", "torch.zeros((1, _W)).expand(steps, -1)", []),
+        ("self.draft_mask", "torch.zeros(steps * _W).view(steps, -1)", []),
+        ("self.cuda_graph_kv_indices", "torch.zeros(_W).repeat(steps, 1)", ["KVI003"]),
+        # What follows the repeat decides the rows kept.
+        (
+            "self.cuda_graph_kv_indices",
+            "torch.zeros(_W).repeat(steps, 1).repeat(1, self.topk)",
+            [],
+        ),
+        ("self.cuda_graph_kv_indices", "torch.zeros(_W).repeat(steps, 1)[0]", []),
+        ("self.cuda_graph_kv_indices", "torch.zeros(_W).repeat(steps, 1).T", []),
+        (
+            "self.cuda_graph_kv_indices",
+            "torch.zeros(steps * _W).view(steps, -1).to(torch.int32)",
+            ["KVI003"],
+        ),
+    ],
+)
+def test_what_a_chain_makes_of_the_allocation_is_what_is_kept(
+    target: str, buffer: str, expected: list[str]
+) -> None:
+    """A view or a repeat of the allocation is judged as the buffer assigned
+    to the chain's name, and only where nothing after it but a shape-keeping
+    method changes the rows."""
+    body = (
+        "        steps = self.speculative_num_steps\n"
+        f"        {target} = {buffer.replace('_W', 'max_bs * self.max_context_len')}\n"
+    )
+    assert_kvi003(_UNDER.format(body=body), expected)
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("self.topk != None", []),
+        ("None != self.topk", []),
+        ("not self.topk == None", []),
+        ("topk != None", ["KVI003"]),
+    ],
+)
+def test_a_none_test_spelt_with_equality(test: str, expected: list[str]) -> None:
+    """``!= None`` and ``== None`` test a size for None as ``is`` does."""
+    body = (
+        "        w = max_bs * self.max_context_len\n"
+        f"        if {test}:\n            w = w * self.topk\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, w)\n        )\n"
+    )
+    assert_kvi003(_NONE_HEAD.format(keeps="", body=body, allocate=""), expected)
+
+
+@pytest.mark.parametrize(
+    ("k", "expected"),
+    [("self.topk or 1", []), ("max(self.topk, 1)", []), ("self.topk", [])],
+)
+def test_a_helper_given_a_value_that_is_never_none(k: str, expected: list[str]) -> None:
+    """``self.topk or 1`` is never None (None is falsy): a helper's ``if topk
+    is not None:`` is taken for it."""
+    allocate = (
+        f"        k = {k}\n"
+        "        self.cuda_graph_kv_indices = _rows(\n"
+        "            self.speculative_num_steps, max_bs * self.max_context_len, k\n"
+        "        )\n"
+    )
+    assert_kvi003(_NONE_HEAD.format(keeps="", body="", allocate=allocate), expected)
+
+
+@pytest.mark.parametrize(
+    ("shift", "expected"),
+    [("w <<= 1", ["KVI003"]), ("w <<= self.topk", []), ("w >>= 1", ["KVI003"])],
+)
+def test_a_width_shifted_in_place(shift: str, expected: list[str]) -> None:
+    """``w <<= n`` doubles a width n times (``1 << topk`` is at least topk)."""
+    body = (
+        "        w = max_bs * self.max_context_len\n"
+        f"        {shift}\n"
+        "        self.cuda_graph_kv_indices = torch.zeros(\n"
+        "            (self.speculative_num_steps, w)\n        )\n"
+    )
+    assert_kvi003(_UNDER.format(body=body), expected)

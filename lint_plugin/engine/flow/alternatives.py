@@ -124,6 +124,8 @@ OPERATORS = {
     ast.FloorDiv: "//",
     ast.Mod: "%",
     ast.Pow: "pow",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
 }
 
 
@@ -143,9 +145,9 @@ def never_none(value: Expr) -> bool:
     one (SGLang's ``speculative_eagle_topk`` is None without speculation)."""
     if isinstance(value, Const):
         return True
-    if isinstance(value, Op) and value.kind in sy.INTEGER_KINDS:
-        return value.kind != "or" or all(map(never_none, value.args))
-    return False
+    if isinstance(value, Op) and value.kind == "or":
+        return never_none(value.args[-1])  # `x or 1`: None is falsy
+    return isinstance(value, Op) and value.kind in sy.INTEGER_KINDS
 
 
 def integer(kind: str, *args: Expr) -> Expr | None:
@@ -157,6 +159,11 @@ def integer(kind: str, *args: Expr) -> Expr | None:
 def arithmetic(operator: str | None, left: Expr, right: Expr) -> Expr | None:
     if operator is None:
         return None
+    if operator in ("<<", ">>"):  # times (floor divided by) a power of two
+        power = integer("pow", Const(2), right)
+        if power is None:
+            return None
+        return integer("*" if operator == "<<" else "//", left, power)
     if operator == "+" and isinstance(left, Tup) and isinstance(right, Tup):
         return Tup(left.items + right.items)
     if operator == "*" and isinstance(left, Tup) and isinstance(right, Const):

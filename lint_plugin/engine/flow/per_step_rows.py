@@ -543,41 +543,6 @@ def _viewed(call: ast.Call, stmt) -> bool:
     )
 
 
-def _view(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
-    """``alloc(n).view(steps, -1)`` (or ``.reshape``) on the allocation itself."""
-    if stmt is None:
-        return None
-    for node in ast.walk(stmt):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.value is call
-            and node.func.attr in RESHAPES
-            and not node.keywords
-        ):
-            shape = analysis._tuple(
-                node.args[0].elts
-                if len(node.args) == 1
-                and isinstance(node.args[0], (ast.Tuple, ast.List))
-                else node.args,
-                frame,
-                stmt,
-            )
-            value = _one_value(shape)
-            if not isinstance(value, Tup):
-                return None
-            parts = list(value.items)
-            if len(parts) < 2 or not is_steps(parts[0]):
-                return None
-            rest = parts[1:]
-            if Const(-1) in rest:
-                if rest != [Const(-1)]:
-                    return None
-                return _divide(sy.mul(*dims), parts[0])
-            return sy.mul(*rest)
-    return None
-
-
 def _one_value(alts: list[Alt]) -> Expr | None:
     """The value every path gives (the paths of a step count unpacked with
     a width that differs by path give one), else None."""
@@ -585,46 +550,101 @@ def _one_value(alts: list[Alt]) -> Expr | None:
     return values.pop() if len(values) == 1 else None
 
 
+def _view(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
+    """``alloc(n).view(steps, -1)`` (or ``.reshape``) on the allocation itself."""
+    parts = _sizes(analysis, call, frame, stmt, RESHAPES)
+    if parts is None:
+        return None
+    _, parts = parts
+    if len(parts) < 2 or not is_steps(parts[0]):
+        return None
+    rest = parts[1:]
+    if Const(-1) in rest:
+        if rest != [Const(-1)]:
+            return None
+        return _divide(sy.mul(*dims), parts[0])
+    return sy.mul(*rest)
+
+
 def _repeat(analysis: Analysis, call, frame: Frame, stmt, dims) -> Expr | None:
     """The row of ``alloc(w).repeat(steps, 1)`` or ``alloc((1, w)).expand(steps,
     -1)`` on the allocation itself: its sizes from the right against the
     allocation's (``repeat`` multiplies, ``expand`` keeps a -1), a new leading
     size for each extra one; per step when the first is the step count."""
+    found = _sizes(analysis, call, frame, stmt, REPEATS)
+    if found is None:
+        return None
+    method, parts = found
+    if len(parts) < max(2, len(dims)) or not is_steps(parts[0]):
+        return None
+    padded = [Const(1)] * (len(parts) - len(dims)) + list(dims)
+    if method == "repeat":
+        shape = [sy.mul(d, r) for d, r in zip(padded, parts, strict=True)]
+    else:
+        if Const(-1) in parts[: len(parts) - len(dims)]:
+            return None  # a new leading size cannot be -1
+        shape = [d if r == Const(-1) else r for d, r in zip(padded, parts, strict=True)]
+    return sy.mul(*shape[1:])
+
+
+# What may follow a view or a repeat of the allocation in the statement that
+# keeps it: methods that keep a tensor's shape (any other, an index, `.T`,
+# and the rows read are no longer the ones made).
+_KEEP_SHAPE = frozenset(
+    {"contiguous", "to", "cuda", "cpu", "clone", "detach", "fill_", "zero_", "int"}
+)
+
+
+def _sizes(
+    analysis: Analysis, call, frame: Frame, stmt, methods: frozenset[str]
+) -> tuple[str, list[Expr]] | None:
+    """``(method, sizes)`` of the call of one of ``methods`` on the allocation
+    itself, read the same on every path, where only shape-keeping methods
+    follow it in ``stmt``; None otherwise."""
     if stmt is None:
         return None
+    parents = {id(c): n for n in ast.walk(stmt) for c in ast.iter_child_nodes(n)}
     for node in ast.walk(stmt):
-        if not (
+        if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.value is call
-            and node.func.attr in REPEATS
+            and node.func.attr in methods
             and not node.keywords
         ):
-            continue
-        sizes = analysis._tuple(
-            node.args[0].elts
-            if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List))
-            else node.args,
-            frame,
-            stmt,
-        )
-        value = _one_value(sizes)
-        if not isinstance(value, Tup):
-            return None
-        parts = list(value.items)
-        if len(parts) < max(2, len(dims)) or not is_steps(parts[0]):
-            return None
-        padded = [Const(1)] * (len(parts) - len(dims)) + list(dims)
-        if node.func.attr == "repeat":
-            shape = [sy.mul(d, r) for d, r in zip(padded, parts, strict=True)]
-        else:
-            shape = [
-                d if r == Const(-1) else r for d, r in zip(padded, parts, strict=True)
-            ]
-            if Const(-1) in parts[: len(parts) - len(dims)]:
-                return None  # a new leading size cannot be -1
-        return sy.mul(*shape[1:])
+            if not _kept(node, parents):
+                return None
+            sizes = analysis._tuple(
+                node.args[0].elts
+                if len(node.args) == 1
+                and isinstance(node.args[0], (ast.Tuple, ast.List))
+                else node.args,
+                frame,
+                stmt,
+            )
+            value = _one_value(sizes)
+            if not isinstance(value, Tup):
+                return None
+            return node.func.attr, list(value.items)
     return None
+
+
+def _kept(node: ast.AST, parents: dict) -> bool:
+    """Is what ``node`` makes what its statement keeps, up to shape-keeping
+    methods (``.contiguous()``)?"""
+    while True:
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute):
+            caller = parents.get(id(parent))
+            if (
+                parent.attr in _KEEP_SHAPE
+                and isinstance(caller, ast.Call)
+                and caller.func is parent
+            ):
+                node = caller
+                continue
+            return False
+        return not (isinstance(parent, ast.Subscript) and parent.value is node)
 
 
 def _per_step_loop(

@@ -472,8 +472,6 @@ class Analysis(CallValues):
         right = self.values(node.right, frame, stmt)
         if isinstance(node.op, ast.Div):
             return combine([left, right], lambda v: truediv(v[0], v[1]))
-        if isinstance(node.op, ast.LShift):  # `1 << 20`: times a power of two
-            return combine([left, right], _shifted)
         return combine([left, right], lambda v: arithmetic(operator, v[0], v[1]))
 
     def _unary(self, node: ast.UnaryOp, frame: Frame, stmt) -> list[Alt]:
@@ -520,7 +518,13 @@ class Analysis(CallValues):
             and node.comparators[0].elts
         ):
             return self._membership(node, frame, stmt)
-        if len(node.ops) == 1 and type(node.ops[0]) in (ast.Is, ast.IsNot):
+        if len(node.ops) == 1 and (
+            type(node.ops[0]) in (ast.Is, ast.IsNot)
+            or (
+                type(node.ops[0]) in (ast.Eq, ast.NotEq)
+                and (_is_none(node.left) or _is_none(node.comparators[0]))
+            )
+        ):
             return self._none_test(node, frame, stmt)
         if not all(type(o) in names for o in node.ops):
             return [Alt(self._opaque(node, frame))]
@@ -538,16 +542,17 @@ class Analysis(CallValues):
         return combine(parts, compare)
 
     def _none_test(self, node: ast.Compare, frame: Frame, stmt) -> list[Alt]:
-        """``x is None`` (``is not``): false (true) where a value of ``x`` is a
-        literal or arithmetic; a test of the topk where it is the topk (a size
-        may be None: KVI003 reads a None topk as one branch); opaque otherwise,
-        as any other test it cannot read."""
+        """``x is None`` (``is not``, ``== None``, ``!= None``): false (true)
+        where a value of ``x`` is a literal or arithmetic; a test of the topk
+        where it is the topk (a size may be None: KVI003 does not judge a path
+        where the backend's own topk is, no draft step runs there); opaque
+        otherwise, as any other test it cannot read."""
         left, right = node.left, node.comparators[0]
         if _is_none(left):
             left, right = right, left
         if not _is_none(right) or _is_none(left):
             return [Alt(self._opaque(node, frame))]
-        negated = type(node.ops[0]) is ast.IsNot
+        negated = type(node.ops[0]) in (ast.IsNot, ast.NotEq)  # `!= None` too
         found = []
         for alt in self.values(left, frame, stmt):
             value = alt.value
@@ -783,11 +788,6 @@ def _rebound_from_inside(frame: Frame) -> bool:
         return True
     text = scope.source.segment(scope.node)
     return re.search(r"\b(?:nonlocal|global)\b", text) is not None
-
-
-def _shifted(values: list[Expr]) -> Expr | None:
-    power = integer("pow", Const(2), values[1])
-    return None if power is None else integer("*", values[0], power)
 
 
 def _exclusive(alts: list[Alt]) -> bool:
