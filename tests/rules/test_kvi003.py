@@ -1113,3 +1113,24 @@ def test_a_width_shifted_in_place(shift: str, expected: list[str]) -> None:
         "            (self.speculative_num_steps, w)\n        )\n"
     )
     assert_kvi003(_UNDER.format(body=body), expected)
+
+
+def test_a_step_count_unpacked_beside_a_width_of_many_paths() -> None:
+    """The step count unpacked beside a width that differs by path is one
+    value: the shape's paths are the width's, not their square (which would
+    pass the paths the analysis reads, and leave the row unread)."""
+    body = (
+        "        w = max_bs * self.max_context_len * self.topk\n"
+        "        if flag:\n"
+        "            w = draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len)\n"
+        "        match self.topk:\n"
+        "            case 1:\n                w = self.max_context_len\n"
+        "            case 2 | 3:\n                w = max_bs * self.topk * self.max_context_len\n"
+        "            case _:\n                w = max_bs * self.max_context_len\n"
+        "        w = max(w, 1)\n"
+        "        steps, w = self._steps_and(w)\n"
+        "        self.cuda_graph_kv_indices = torch.zeros((steps, w))\n"
+        "\n    def _steps_and(self, w):\n"
+        "        return self.speculative_num_steps, w\n"
+    )
+    assert_kvi003(_UNDER.format(body=body), ["KVI003"])

@@ -242,7 +242,19 @@ def project(alts: list[Alt], path: tuple[int, ...]) -> list[Alt]:
                 value = sy.opaque_symbol("(unpacked)", str(next(SERIAL)))
                 break
         found.append(Alt(value, alt.conds, alt.rows))
-    return found
+    return _merged(found)
+
+
+def _merged(alts: list[Alt]) -> list[Alt]:
+    """One alternative where every path gives the same value, under the
+    conditions every path shares: an element unpacked beside one that differs
+    by path (``steps, w = self._dims(w)``) would otherwise multiply the paths
+    of every shape it is read in with its sibling's."""
+    if len(alts) < 2 or any(a.value != alts[0].value for a in alts[1:]):
+        return alts
+    conds = frozenset.intersection(*(a.conds for a in alts))
+    rows = tuple(dict.fromkeys(r for a in alts for r in a.rows))
+    return [Alt(alts[0].value, conds, rows)]
 
 
 def role_of_value(alts: Sequence[Alt]) -> Role | None:
