@@ -44,13 +44,8 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
             node = stmt if stmt is not None else call
             if not node.lineno <= row <= node.end_lineno:
                 continue
-            topk = f"self.{cls.topk_attr}" if cls.topk_attr else "topk"
-            judgement = row_sizing.judge(
-                allocation,
-                reporter.analysis,
-                topk,
-                inner,
-                none_runs_no_draft=cls.keeps_one_topk,
+            judgement = row_sizing.judge_in_class(
+                cls, allocation, reporter.analysis, inner
             )
             if judgement is None and allocation not in cls.allocations:
                 continue

@@ -18,7 +18,7 @@ from lint_plugin.cli.common import (
     run_cache,
     run_settings,
 )
-from lint_plugin.cli.quick import FLAG, VALUE, Command, Option
+from lint_plugin.cli.quick import VALUE, Command, Option, switch
 from lint_plugin.engine.source import normalised
 from lint_plugin.output import OUTPUT_FORMATS
 
@@ -285,20 +285,14 @@ QUICK = Command(
             OUTPUT_FORMATS,
             help="default: text, or output-format from the configuration",
         ),
-        Option(
+        switch(
             ("--exit-zero",),
             "exit_zero",
-            FLAG,
-            True,
-            False,
             help="exit 0 even when there are findings",
         ),
-        Option(
+        switch(
             ("--statistics",),
             "statistics",
-            FLAG,
-            True,
-            False,
             help="count findings per code instead, and the allocations KVI003 "
             "could not judge",
         ),
@@ -310,12 +304,9 @@ QUICK = Command(
             "row width and verdict (exit 1 when one is unsized)",
             metavar="FILE:ROW",
         ),
-        Option(
+        switch(
             ("--add-noqa",),
             "add_noqa",
-            FLAG,
-            True,
-            False,
             help="add `# noqa: CODE` to every reported row, then exit 0",
         ),
         Option(
@@ -325,12 +316,9 @@ QUICK = Command(
             help="print the settings that apply to FILE, then exit",
             metavar="FILE",
         ),
-        Option(
+        switch(
             ("-q", "--quiet"),
             "quiet",
-            FLAG,
-            True,
-            False,
             help="print the findings and nothing else (no summary, no warnings)",
         ),
         Option(
@@ -340,12 +328,9 @@ QUICK = Command(
             help="write the report to FILE instead of standard output",
             metavar="FILE",
         ),
-        Option(
+        switch(
             ("--show-fixes",),
             "show_fixes",
-            FLAG,
-            True,
-            False,
             help="say under each finding what its fix does",
         ),
         Option(
@@ -357,12 +342,9 @@ QUICK = Command(
             help="colour the text formats (auto: on a terminal, unless NO_COLOR is "
             "set)",
         ),
-        Option(
+        switch(
             ("--no-cache",),
             "no_cache",
-            FLAG,
-            True,
-            False,
             help="check every file again and store nothing (env: "
             "DRAFT_KV_LINT_NO_CACHE)",
             group="cache",
@@ -384,30 +366,21 @@ QUICK = Command(
             "(and resolve its configuration) as NAME",
             metavar="NAME",
         ),
-        Option(
+        switch(
             ("--fix",),
             "fix",
-            FLAG,
-            True,
-            False,
             help="apply the fixes: same as `fix`",
             group=_FIXING,
         ),
-        Option(
+        switch(
             ("--diff",),
             "diff",
-            FLAG,
-            True,
-            False,
             help="print the fixes as a diff, write nothing: same as `fix --diff`",
             group=_FIXING,
         ),
-        Option(
+        switch(
             ("--unsafe-fixes",),
             "unsafe_fixes",
-            FLAG,
-            True,
-            False,
             help="with --fix/--diff, also the fixes that change allocations (KVI003)",
             group=_FIXING,
         ),

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lint_plugin.cli.quick import APPEND, EXTEND, FLAG, VALUE, Option
+from lint_plugin.cli.quick import APPEND, EXTEND, FLAG, VALUE, Option, switch
 from lint_plugin.records import record
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
@@ -103,12 +103,9 @@ QUICK_COMMON = (
         metavar="PATH",
         group="configuration",
     ),
-    Option(
+    switch(
         ("--no-config",),
         "no_config",
-        FLAG,
-        True,
-        False,
         help="ignore every configuration file",
         group="configuration",
     ),

@@ -13,7 +13,7 @@ from lint_plugin.cli.common import (
     load_plan,
     run_settings,
 )
-from lint_plugin.cli.quick import FLAG, Command, Option
+from lint_plugin.cli.quick import Command, switch
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix runs
@@ -116,29 +116,20 @@ def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
 QUICK = Command(
     (
         *QUICK_COMMON,
-        Option(
+        switch(
             ("--diff",),
             "diff",
-            FLAG,
-            True,
-            False,
             help="print a unified diff, write nothing",
         ),
-        Option(
+        switch(
             ("--check",),
             "check",
-            FLAG,
-            True,
-            False,
             help="write nothing, print nothing on stdout, exit 1 if anything would "
             "change",
         ),
-        Option(
+        switch(
             ("--unsafe-fixes",),
             "unsafe_fixes",
-            FLAG,
-            True,
-            False,
             help="also apply fixes that change allocations (KVI003)",
         ),
     ),

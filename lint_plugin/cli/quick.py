@@ -55,6 +55,13 @@ class Option:
     group: str | None = None  # the title of the help section it is listed in
 
 
+def switch(
+    strings: tuple[str, ...], dest: str, help: str, group: str | None = None
+) -> Option:
+    """An option without a value that sets ``dest`` (False unless given)."""
+    return Option(strings, dest, FLAG, True, False, help=help, group=group)
+
+
 @record(frozen=True)
 class Command:
     """A subcommand's options (its positional is always ``paths``, ``*``)."""

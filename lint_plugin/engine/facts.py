@@ -227,16 +227,21 @@ class ClassFacts:
     attributes: set[str] = field(default_factory=set)
 
     @property
+    def topk_attrs(self) -> list[str]:
+        """The attributes it keeps that are a topk, by name."""
+        return sorted(a for a in self.attributes if role_of_name(a) is Role.TOPK)
+
+    @property
     def topk_attr(self) -> str | None:
         """The class's own topk (``self.topk``), if it keeps one."""
-        found = sorted(a for a in self.attributes if role_of_name(a) is Role.TOPK)
+        found = self.topk_attrs
         return found[0] if found else None
 
     @property
     def keeps_one_topk(self) -> bool:
         """Does it keep one topk attribute only (``self.topk``, not beside a
         ``self.draft_topk``, either of which may be None)?"""
-        return sum(role_of_name(a) is Role.TOPK for a in self.attributes) == 1
+        return len(self.topk_attrs) == 1
 
     @property
     def keeps_steps(self) -> bool:

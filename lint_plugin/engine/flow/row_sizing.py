@@ -84,13 +84,7 @@ def judgements(facts: ModuleFacts, analysis: Analysis) -> list[Judgement]:
             continue
         inner = inner or InnerCalls(analysis, facts)
         for allocation in (*cls.allocations, *cls.calls):
-            judgement = judge(
-                allocation,
-                analysis,
-                f"self.{cls.topk_attr}",
-                inner,
-                none_runs_no_draft=cls.keeps_one_topk,
-            )
+            judgement = judge_in_class(cls, allocation, analysis, inner)
             if judgement is not None:
                 found.append(judgement)
     return found
@@ -171,6 +165,18 @@ class InnerCalls:
 
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def judge_in_class(cls, allocation: Allocation, analysis, inner) -> Judgement | None:
+    """``judge`` of an allocation of ``cls`` (its ``ClassFacts``), sized by the
+    class's own topk."""
+    return judge(
+        allocation,
+        analysis,
+        f"self.{cls.topk_attr}" if cls.topk_attr else "topk",
+        inner,
+        none_runs_no_draft=cls.keeps_one_topk,
+    )
 
 
 def judge(
@@ -420,14 +426,8 @@ def _conditions(row: Row, analysis, own_topk: str | None = None):
 
 def _not_none(expr: Expr, topk_text: str) -> Expr:
     """``expr`` with each test of the topk spelt ``topk_text`` for None false."""
-    stack, tests = [expr], {}
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Op):
-            if node.kind == "none" and node.info == topk_text:
-                tests[node] = Const(0)
-            stack.extend(node.args)
-    return symbolic.replace(expr, tests) if tests else expr
+    false = {t: Const(0) for t in symbolic.none_tests(expr) if t.info == topk_text}
+    return symbolic.replace(expr, false) if false else expr
 
 
 def _conjuncts(expr: Expr, positive: bool) -> list[tuple[Expr, bool]]:

@@ -208,18 +208,21 @@ def none_test(sym: Sym) -> Op:
     return Op("none", (sym,), sym.text)
 
 
-def tests_none(expr: Expr) -> bool:
-    """Does ``expr`` hold a ``None`` test (which no binding decides)?"""
+def none_tests(expr: Expr) -> Iterator[Op]:
+    """The ``None`` tests in ``expr`` (which no binding decides)."""
     stack = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, Op):
             if node.kind == "none":
-                return True
+                yield node
             stack.extend(node.args)
         elif isinstance(node, Tup):
             stack.extend(node.items)
-    return False
+
+
+def tests_none(expr: Expr) -> bool:
+    return next(none_tests(expr), None) is not None
 
 
 def helper_formula(expr: Op) -> Expr:
