@@ -3,8 +3,7 @@
 Loading the catalogue itself (:mod:`lint_plugin.rules`) imports every rule and the
 engine they decide with; a run answered from the cache needs only the codes, and
 they are the rule modules' own names (``rules/kvi003_unsized_draft_buffer.py`` is
-KVI003), read from the folder without importing it. The catalogue checks at
-import that the opt-in list below is its rules' own.
+KVI003), read from the folder without importing it.
 """
 
 from __future__ import annotations
@@ -50,5 +49,3 @@ def rule_modules() -> list[str]:
 
 RULE_MODULES = tuple(rule_modules())
 CODES = tuple(code_of(name) for name in RULE_MODULES)
-# Chosen only by their exact code (ruff's preview rules): see each rule's docs.
-OPT_IN = frozenset({"KVI006"})

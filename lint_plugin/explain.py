@@ -5,7 +5,9 @@ each path of the width analysis (:mod:`lint_plugin.engine.flow.widths`): the row
 it derived, the branch conditions of the path and the rows of the definitions it
 followed, and KVI003's verdict for that path (sized, unsized with the values that show
 it, not judged and why), then the allocation's verdict. The whole file is parsed and
-walked (no shortcut): what is explained is what ``check`` decides.
+walked (no shortcut): what is explained is what ``check`` decides. A sized verdict
+names its premise, upstream's contract (:mod:`lint_plugin.envelope`), and what
+happens at the context wall SGLang really reaches.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from lint_plugin import envelope
 from lint_plugin.engine.analysis import walk
 from lint_plugin.engine.flow import row_sizing, symbolic
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
@@ -33,6 +36,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     lines: list[str] = []
     verdicts: list[str] = []
     inner = row_sizing.InnerCalls(reporter.analysis, facts)
+    unguarded = _unguarded_rows(text, path, settings)
     for cls in facts.classes:
         # A call of a function of the file that allocates is shown when what
         # it makes is judged as a row at the call.
@@ -49,7 +53,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
             )
             if judgement is None and allocation not in cls.allocations:
                 continue
-            lines += _allocation(allocation, cls, judgement, source, path)
+            lines += _allocation(allocation, cls, judgement, source, path, unguarded)
             verdicts.append(lines.pop())
     if not lines:
         raise NothingToExplain(
@@ -60,7 +64,32 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     return "\n".join(lines) + "\n", worst
 
 
-def _allocation(allocation, cls, judgement, source: Source, path: str) -> list[str]:
+def _unguarded_rows(text: str, path: str, settings: Settings) -> set[int]:
+    """The rows where ``check`` reports KVI006 (a launch with no guard)."""
+    from lint_plugin.linter import lint_source
+
+    return {f.row for f in lint_source(text, path, settings) if f.code == "KVI006"}
+
+
+def _guards(cls, unguarded: set[int], path: str) -> Iterator[str]:
+    """Whether this class's launches of the index kernel stop the wall's overrun."""
+    for launch in cls.launches:
+        row = launch.call.lineno
+        if any(launch.call.lineno <= r <= launch.call.end_lineno for r in unguarded):
+            yield (
+                f"  the launch at {path}:{row} has no guard (KVI006): at the wall "
+                "it writes past the row"
+            )
+        else:
+            yield (
+                f"  the launch at {path}:{row} is guarded: at the wall the guard "
+                "raises before the kernel writes"
+            )
+
+
+def _allocation(
+    allocation, cls, judgement, source: Source, path: str, unguarded: set[int]
+) -> list[str]:
     call = allocation.call
     function = allocation.function.node.name
     row, column = source.position(source.index(call.lineno, call.col_offset))
@@ -91,7 +120,14 @@ def _allocation(allocation, cls, judgement, source: Source, path: str) -> list[s
         row_sizing.SIZED: "sized",
         "not a row": "not judged by KVI003 (not a draft backend)",
     }[final]
+    if final == row_sizing.SIZED:
+        # "Sized" is a claim about the kernel's writes under a premise SGLang
+        # does not keep: say which, and what covers the rest.
+        shown = f"sized against {envelope.SIZED_AGAINST}"
     lines.append(f"  verdict: {shown}")
+    if final == row_sizing.SIZED:
+        lines.append(f"  at the context wall: {envelope.AT_THE_WALL}")
+        lines += _guards(cls, unguarded, path)
     lines.append(final)
     return lines
 
@@ -109,7 +145,10 @@ def _path(verdict, index: int, total: int, source: Source) -> Iterator[str]:
     if verdict.goal is not None:
         yield f"    needs at least {symbolic.render(verdict.goal)}"
     if verdict.verdict == row_sizing.SIZED:
-        yield "    sized: at least that for all positive sizes (proven)"
+        yield (
+            "    sized: at least that for all positive sizes (proven; premise: "
+            f"{envelope.CONTRACT_PREMISE})"
+        )
     elif verdict.verdict == row_sizing.UNSIZED:
         yield f"    unsized: {row_sizing.describe_witness(verdict)}"
     else:

@@ -19,7 +19,6 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.codes import OPT_IN
 from lint_plugin.engine.prefilter import could_match
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.noqa.directives import may_hold_own_directive, review
@@ -41,8 +40,6 @@ class KviChecker:
 
     @classmethod
     def add_options(cls, manager) -> None:
-        # Opt-in rules stay off unless selected by their own code.
-        manager.extend_default_ignore(sorted(OPT_IN))
         # flake8 option names are global across plugins: ours carry --kvi-.
         manager.add_option(
             "--kvi-helpers-module",
@@ -54,16 +51,7 @@ class KviChecker:
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        # As in `check`, an opt-in rule runs only when its own code is selected
-        # (`--select KVI` alone must not turn it on; flake8 would let it through).
-        chosen = {
-            code.strip()  # case-sensitive, as flake8 matches codes
-            for option in (options.select, options.extend_select)
-            for code in (option or ())
-        }
-        cls.settings = Settings(
-            helpers_module=options.kvi_helpers_module, opt_in=OPT_IN & chosen
-        )
+        cls.settings = Settings(helpers_module=options.kvi_helpers_module)
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:

@@ -30,7 +30,7 @@ from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source, normalised
 from lint_plugin.findings import Finding
-from lint_plugin.rules import DECISIONS, OPT_IN
+from lint_plugin.rules import DECISIONS
 from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 # The check done here when the caller has none answered ahead.
@@ -190,9 +190,8 @@ def lint_tree(
     walker.walk(tree)
     reporter = Reporter(source, path, settings, module, walker.facts.helper_names)
     report_inline_formulas(walker.facts, reporter)
-    for code, decide in DECISIONS:
-        if code not in OPT_IN or code in settings.opt_in:
-            decide(walker.facts, reporter)
+    for _code, decide in DECISIONS:
+        decide(walker.facts, reporter)
     if notes is not None:
         notes += reporter.notes
     walker.release()

@@ -11,15 +11,21 @@ reference), compiled on CUDA when there is one, else interpreted on the CPU.
 
 Under each kernel's line, its write extent derived from that same source and
 whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`, sympy);
-``--kernel FILE`` alone prints only that.
+``--kernel FILE`` alone prints only that. The fit is judged in an envelope
+(:mod:`lint_plugin.envelope`): by default the context wall SGLang really runs at
+(a drafting request's ``seq_len`` up to ``max_context_len - 1``), where upstream's
+width helper is overrun; ``--envelope contract`` judges upstream's premise
+(``seq_len + num_steps <= max_context_len``) instead. With classes to prove, the
+kernel lines say both, and only a refutation under the contract changes the exit
+status: overrunning alike at the wall is no difference between the two sides.
 
 Exit 0 when every changed class is proven, 1 when one differs (its first
 differing record is printed) or a counterexample refutes a kernel's fit, 3 when
 none differs but one cannot be driven or a changed line of it never ran, 2 for
 a usage error or when the ``[proof]`` extra is missing. ``--kernel FILE`` alone
 exits 0 when the kernel fits for all sizes, 1 on a counterexample, 3 when its
-extent is not derived or not proven. torch and triton are imported only here,
-and only once arguments are read.
+extent is not derived or not proven, in the envelope judged. torch and triton
+are imported only here, and only once arguments are read.
 """
 
 from __future__ import annotations
@@ -221,7 +227,7 @@ def run_prove(args: argparse.Namespace) -> int:
     if args.kernel and not Path(args.kernel).is_file():
         return _fail(f"{args.kernel}: no such file")
     if args.kernel and args.base is None and not args.paths:
-        return _kernel_only(Path(args.kernel))
+        return _kernel_only(Path(args.kernel), args.envelope)
     missing = [
         m for m in ("torch", "triton", "numpy") if importlib.util.find_spec(m) is None
     ]
@@ -234,7 +240,9 @@ def run_prove(args: argparse.Namespace) -> int:
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
-        return _kernel_only(Path(args.kernel)) if args.kernel else EXIT_PROVEN
+        if args.kernel:
+            return _kernel_only(Path(args.kernel), args.envelope)
+        return EXIT_PROVEN
 
     import torch
 
@@ -258,7 +266,7 @@ def run_prove(args: argparse.Namespace) -> int:
     full = args.full or cuda
     grid = proof_grid(full=full, windows=windows)
     mode = "interpreted" if device == "cpu" and interpreting() else "compiled"
-    extents = _Extents()
+    extents = _Extents(args.envelope)
     for line in _kernel_lines(args, sides, f"{mode}, {device}", extents):
         print(line)
     more = (
@@ -347,7 +355,8 @@ def _kernel_lines(
 class _Extents:
     """The extent derived from each distinct kernel (by digest), once."""
 
-    def __init__(self) -> None:
+    def __init__(self, judged: str) -> None:
+        self.judged = judged
         self.shown: set[str] = set()
         self.refuted: list[KernelSource] = []
 
@@ -355,13 +364,15 @@ class _Extents:
         if source.digest in self.shown:
             return [f"  kernel extent: as above (digest {source.digest})"]
         self.shown.add(source.digest)
-        fit, lines = _extent_of(source)
-        if fit is not None and fit.refuted:
+        fit, lines = _extent_of(source, self.judged)
+        # Both sides overrun alike at the wall: the rewrite's verdict is not
+        # about that; a kernel refuted under its own contract is.
+        if fit is not None and fit.contract_refuted:
             self.refuted.append(source)
         return ["  " + line for line in lines]
 
 
-def _extent_of(source: KernelSource) -> tuple[Any, list[str]]:
+def _extent_of(source: KernelSource, judged: str) -> tuple[Any, list[str]]:
     """The kernel's write extent derived from its source and whether the helpers
     hold it for all sizes (:mod:`lint_plugin.proof.fit`); no fit where it was not
     derived (the grid's overrun check stands)."""
@@ -373,7 +384,7 @@ def _extent_of(source: KernelSource) -> tuple[Any, list[str]]:
     from lint_plugin.proof.fit import describe, prove_kernel
 
     try:
-        fit = prove_kernel(source)
+        fit = prove_kernel(source, judged)
     except DerivationError as exc:
         return None, [f"kernel extent: not derived: {exc}"]
     except Exception as exc:  # a derivation bug must not cost the grid its verdict
@@ -381,7 +392,7 @@ def _extent_of(source: KernelSource) -> tuple[Any, list[str]]:
     return fit, describe(fit)
 
 
-def _kernel_only(path: Path) -> int:
+def _kernel_only(path: Path, judged: str) -> int:
     """``prove --kernel FILE`` and no classes: the derived extent alone."""
     import importlib.util
 
@@ -401,7 +412,7 @@ def _kernel_only(path: Path) -> int:
 
     try:
         source = kernel_from_text(text, str(path), "--kernel")
-        fit = prove_kernel(source)
+        fit = prove_kernel(source, judged)
     except SyntaxError as exc:
         return _fail(f"{path}: does not parse: {exc.msg}")
     except (HarnessError, DerivationError) as exc:

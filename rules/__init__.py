@@ -34,8 +34,6 @@ class Rule:
     doc: str  # markdown with ruff's headings
     valid: tuple[Example, ...] = field(default=())
     invalid: tuple[Example, ...] = field(default=())
-    # Like ruff's preview rules: off unless selected by its exact code.
-    opt_in: bool = False
 
     @property
     def url(self) -> str:
@@ -64,13 +62,10 @@ def _load() -> tuple:
 _MODULES = _load()
 
 RULES: dict[str, Rule] = {m.RULE.code: m.RULE for m in _MODULES}
-OPT_IN = frozenset(code for code, rule in RULES.items() if rule.opt_in)
 if tuple(RULES) != codes.CODES or any(
     codes.code_of(m.__name__.rsplit(".", 1)[1]) != m.RULE.code for m in _MODULES
 ):
     raise ImportError("a rule module's name does not start with its rule's code")
-if OPT_IN != codes.OPT_IN:
-    raise ImportError("lint_plugin.codes.OPT_IN is not the rules' opt-in list")
 # Each rule declares the words it needs; the pre-filters are built from the
 # same statements read as text, so the byte test needs no rule imported
 # (lint_plugin.engine.declared): both readings must agree.

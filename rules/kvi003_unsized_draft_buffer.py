@@ -265,6 +265,18 @@ real bug: with `topk > 1` the kernel writes past the row and corrupts memory
 because `max_num_tokens` happens to be `max_bs * topk` today: an invariant nobody
 states and any caller can break.
 
+What "sized" is measured against: upstream's helper, `num_seqs * topk *
+max_context_len`, whose premise is that every request's `seq_len + num_steps <=
+max_context_len`. SGLang does not keep that premise: a running request may reach
+`max_req_len = context_len - 1` (`srt/managers/tp_worker.py`), and the draft steps
+write `num_steps` slots beyond it, so at the context wall the kernel writes up to
+`topk * (num_steps - 1)` entries per request past a row this rule calls sized
+(upstream's own kernel: 132 entries into the 128-wide row of
+`draft_kv_indices_buffer_width(1, 2, 64)`, one request of `seq_len` 63, topk 2, 3
+steps). A sized row is necessary, not sufficient: only a capacity guard before
+the launch (KVI006) turns that overrun into an error; `draft-kv-lint prove
+--kernel` derives the condition and shows the overrun.
+
 ## Example
 ```python
 self.cuda_graph_kv_indices = torch.zeros(

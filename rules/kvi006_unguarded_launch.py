@@ -100,7 +100,6 @@ RULE = Rule(
     ),
     fix_title="Insert upstream's `assert_buffer_fits(...)` guard before the launch",
     fix_safety="unsafe",
-    opt_in=True,
     doc="""
 ## What it does
 In a multi-step draft backend, finds a launch of the draft index kernel
@@ -118,18 +117,37 @@ in a nested `def` is that function's). Where the check stands is not otherwise
 judged: one under an `if` or in a `try` counts, as the fix's own guard on the
 branch where `seq_lens_sum` is real does.
 
-This rule is opt-in, like ruff's preview rules: it is not in the default
-selection (even `--select KVI` leaves it out); enable it with
-`--extend-select KVI006` or `extend-select = ["KVI006"]`. The default gate is
-about wrong sizes, which are always bugs; a missing run-time check is a
-convention upstream adopted in 0.5.13 for two of the four backends only, so
-turning it on is each project's choice.
+The rule is on by default (in `check`, the flake8 plugin and `fix`, and in
+`--select KVI`): even a row sized by upstream's helper can be overrun at the
+context wall, and only this check stops it (see below). A team that sizes its
+rows to SGLang's envelope instead of guarding says so in its configuration
+(`ignore = ["KVI006"]` or a `per-file-ignores` entry in
+`[tool.draft-kv-lint]`), or with `# noqa: KVI006` and the reason on the launch.
 
 ## Why is this bad?
 The kernel bounds its writes per row, not against the buffer: an undersized
 buffer is silent memory corruption of the neighbouring rows (upstream #27338,
 #27460). A host-side check right before the launch costs no device sync and turns
 the corruption into an error naming the sizes.
+
+A row sized by the helper is not enough by itself.
+`draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)` holds row `i`
+only while every request keeps `seq_len + num_steps <= max_context_len`, and
+SGLang does not keep that: a running request may reach
+`max_req_len = context_len - 1` (`sglang/srt/managers/tp_worker.py`:
+`max_req_len = min(context_len - 1, ...)`, lines 304-305 in 0.5.12.post1 and 0.5.13,
+568-569 in 0.5.23), and the draft steps add `num_steps` slots beyond it. SGLang's
+`req_to_token` rows carry `4 + num_draft_tokens` slots of headroom for exactly
+this (0.5.23 `sglang/srt/mem_cache/allocation_sizing.py:104`: "FIXME(lsyin):
+temporary fix for the context length issue under spec decoding"; 0.5.13
+`sglang/srt/mem_cache/common.py:201`); the kv_indices rows have none.
+Upstream's own kernel writes 132 entries into the 128-wide row of
+`draft_kv_indices_buffer_width(1, 2, 64)` with one request of `seq_len` 63,
+topk 2 and 3 steps. Upstream hit the same wall in FA3's draft page table
+(#29516, #29665) and proposed sizing these rows from `req_to_token.shape[1]`
+(#29695, #29696, not merged). Until the rows are sized to the envelope, the
+guard before the launch (`assert_buffer_fits`) is what turns that overrun into
+a clean error instead of a silent write.
 
 ## Example
 ```python
@@ -159,8 +177,10 @@ draft window the used length is exact (the kernel writes exactly
 (`window_size`/`sink_size`) a row holds
 `topk * sum(min(seq_len, window + sink)) + bs * num_steps` entries and the
 used length is an upper bound of it. Either way a row of
-`draft_kv_indices_buffer_width(max_bs, topk, max_context_len)` suffices, so the
-guard never fires on a correctly sized buffer.
+`draft_kv_indices_buffer_width(max_bs, topk, max_context_len)` suffices while
+every request keeps `seq_len + num_steps <= max_context_len`, so the guard
+never fires on such a row below the context wall; at the wall (or on a row
+sized smaller) it fires before the kernel can write past the row.
 
 ## Fix safety
 Unsafe, applied only with `--unsafe-fixes`: it adds a run-time check that raises

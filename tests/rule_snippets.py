@@ -10,10 +10,9 @@ from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.linter import lint_source, lint_tree
 from lint_plugin.noqa.directives import review
-from lint_plugin.rules import OPT_IN
 
-# Every rule runs here, the opt-in ones too: each example is its own rule's spec.
-EVERY_RULE = Settings(opt_in=OPT_IN)
+# Every rule runs here (all are on by default): each example is its own rule's spec.
+EVERY_RULE = Settings()
 
 
 def codes(source: str, path: str = "snippet.py") -> list[str]:

@@ -102,14 +102,12 @@ class Cache:
         self._settings = repr((settings.helpers_module, settings.guard_module)).encode()
         self._writable: bool | None = None
 
-    def key(self, path: str, data: bytes, opt_in: frozenset[str]) -> str:
-        """The entry of ``path`` holding ``data``, checked with the opt-in
-        rules ``opt_in`` (which differ from file to file: see
-        ``pipeline.file_settings``)."""
+    def key(self, path: str, data: bytes) -> str:
+        """The entry of ``path`` holding ``data`` (every rule's findings,
+        before noqa and selection: one entry answers any selection)."""
         hasher = _hasher()
         hasher.update(f"{path}\0{os.path.abspath(path)}\0".encode())
         hasher.update(self._settings)
-        hasher.update(repr(sorted(opt_in)).encode())
         hasher.update(b"\0")
         hasher.update(data)
         return hasher.hexdigest()

@@ -17,7 +17,7 @@ from lint_plugin.engine.prefilter import SourceError, could_match, decode
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa.directives import may_hold_own_directive, review
-from lint_plugin.records import field, record, replace
+from lint_plugin.records import field, record
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
@@ -77,8 +77,6 @@ def check_file(
         if candidate is None:
             # A key given is a candidate's: the caller asked the byte test already.
             candidate = cache_key is not None or could_match(data)
-        if candidate:
-            settings = file_settings(settings, selection, path, data)
         if not candidate:
             # A file no rule can match is dismissed here, cached or not, so a run
             # over such files never imports the engine.
@@ -108,20 +106,6 @@ def check_file(
         return []
     codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
     return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
-
-
-def file_settings(
-    settings: Settings, selection: Selection, path: str, data: bytes
-) -> Settings:
-    """The settings ``path`` is checked with: of the opt-in rules (KVI006), only
-    those its selection enables are computed, and all of them in a file that
-    may hold a directive of ours (KVI100 judges one whatever is selected, and
-    ``# noqa: KVI00`` is about KVI006 too)."""
-    if not settings.opt_in or may_hold_own_directive(data):
-        return settings
-    enabled = selection.enabled_for(path)
-    kept = frozenset(code for code in settings.opt_in if code in enabled)
-    return settings if kept == settings.opt_in else replace(settings, opt_in=kept)
 
 
 def _engine_notes(
@@ -170,7 +154,7 @@ def _engine_findings(
     cache when it has this file's answer (only such files are cached), so a
     run answered from the cache never imports the engine."""
     if cache is not None:
-        key = key or cache.key(path, data, settings.opt_in)
+        key = key or cache.key(path, data)
         stored = cache.get(key, path)
         if stored is not None:
             return stored
@@ -354,9 +338,7 @@ def _check_serially(
     keys: dict[int, str] = {}  # the cache keys the ahead check computed
     candidates: dict[int, bool] = {}  # the byte test's answers it asked
     check = (
-        _ahead_check(
-            [r[0] for r in read], paths, cache, keys, candidates, selection, settings
-        )
+        _ahead_check([r[0] for r in read], paths, cache, keys, candidates)
         if read is not None
         else None
     )
@@ -371,9 +353,7 @@ def _check_serially(
             candidate, reviewed = candidates.get(index), None
             if states is not None:  # a cache's run: the byte test decides
                 if candidate is None:
-                    key, candidate, _ = _candidate(
-                        cache, path, data, selection, settings
-                    )
+                    key, candidate, _ = _candidate(cache, path, data)
                     if key is not None:
                         keys[index] = key
                 reviewed = []
@@ -436,8 +416,6 @@ def _ahead_check(
     cache: Cache | None,
     keys: dict[int, str],
     candidates: dict[int, bool] | None,
-    selection: Selection,
-    settings: Settings,
 ) -> AheadCheck:
     """The files' syntax checks, started on a spare core when it is worth it.
     With a cache, only the files it cannot answer are checked ahead (``keys``
@@ -450,9 +428,7 @@ def _ahead_check(
     for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
         if data is None:
             continue
-        key, candidate[id(data)], stored = _candidate(
-            cache, path, data, selection, settings
-        )
+        key, candidate[id(data)], stored = _candidate(cache, path, data)
         if candidates is not None:
             candidates[index] = candidate[id(data)]
         if key is not None:
@@ -465,11 +441,7 @@ def _ahead_check(
 
 
 def _candidate(
-    cache: Cache | None,
-    path: str,
-    data: bytes,
-    selection: Selection,
-    settings: Settings,
+    cache: Cache | None, path: str, data: bytes
 ) -> tuple[str | None, bool, bool]:
     """``(key, candidate, stored)``: may a rule match ``data``, with its cache
     key when there is a cache (None for a file that cannot match: only
@@ -479,7 +451,7 @@ def _candidate(
     byte test, nor reads the rules' declarations the test is built from."""
     if cache is None:
         return None, could_match(data), False
-    key = cache.key(path, data, file_settings(settings, selection, path, data).opt_in)
+    key = cache.key(path, data)
     if cache.has(key):
         return key, True, True
     if could_match(data):

@@ -326,14 +326,10 @@ def run_cache(args: argparse.Namespace, plan: Plan, settings):
 
 def run_settings(args: argparse.Namespace, plan: Plan):
     """The engine settings: the command line beats the configuration."""
-    from lint_plugin.codes import OPT_IN
     from lint_plugin.engine.settings import Settings
 
     defaults = Settings()
     return Settings(
-        # Opt-in rules may be computed; each file's own selection (resolved
-        # per file) decides whether they are (check.pipeline.file_settings).
-        opt_in=OPT_IN,
         helpers_module=args.helpers_module
         or plan.config.helpers_module
         or defaults.helpers_module,

@@ -106,7 +106,6 @@ def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
         unsafe_fixes=args.unsafe_fixes,
         helpers_module=settings.helpers_module,
         guard_module=configured_guard_module(args, plan),
-        opt_in=settings.opt_in,
         selected=lambda f: selection.is_reported(f.code, path_of(f)),
     )
 

@@ -15,7 +15,10 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
             "that differs between --base REV and the working tree (or between two "
             "files OLD NEW). Exit 0 when every changed class is proven, 1 when one "
             "differs, 3 when one cannot be driven (or a changed line never ran), "
-            "2 on usage errors or without the [proof] extra."
+            "2 on usage errors or without the [proof] extra. With --kernel FILE "
+            "alone: the kernel's write extent and its fit, judged at the context "
+            "wall unless --envelope contract (exit 0 fits, 1 a counterexample, 3 "
+            "not derived or not proven)."
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH")
@@ -41,6 +44,16 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="use the bundled torch reference of the kernel (knows no draft "
         "window) instead of upstream's",
+    )
+    parser.add_argument(
+        "--envelope",
+        choices=("wall", "contract"),
+        default="wall",
+        help="the sizes the kernel's fit is judged in: wall (default), SGLang's "
+        "own envelope, where a drafting request's seq_len reaches max_context_len "
+        "- 1 (max_req_len = context_len - 1); contract, upstream's premise that "
+        "every seq_len + num_steps <= max_context_len. With classes to prove, "
+        "the exit status is about the rewrite either way",
     )
     parser.add_argument(
         "--graph-entry",

@@ -52,12 +52,6 @@ class Layer:
     origin: str = "command line"  # named in error messages
 
 
-def opt_in_codes() -> frozenset[str]:
-    from lint_plugin.codes import OPT_IN
-
-    return OPT_IN
-
-
 def known_codes() -> tuple[str, ...]:
     # The codes alone, not the rule catalogue, which imports the whole engine.
     from lint_plugin.codes import CODES
@@ -99,15 +93,9 @@ def _matches(selector: str, codes: tuple[str, ...]) -> set[str] | None:
     """The codes ``selector`` (exact case) stands for; None for an empty one."""
     if not selector:
         return None
-    # Opt-in rules (ruff's preview rules) are chosen only by their exact code.
-    opt_in = opt_in_codes()
     if selector == ALL:
-        return {code for code in codes if code not in opt_in}
-    return {
-        code
-        for code in codes
-        if code.startswith(selector) and (code == selector or code not in opt_in)
-    }
+        return set(codes)
+    return {code for code in codes if code.startswith(selector)}
 
 
 def resolve(
@@ -115,8 +103,8 @@ def resolve(
 ) -> frozenset[str]:
     """The codes enabled after applying ``layers`` in order over the default (all)."""
     codes = tuple(codes) if codes is not None else known_codes()
-    # Default: every KVI code, KVI003 included (it is the gate), but the opt-in ones.
-    enabled = set(codes) - opt_in_codes()
+    # Default: every KVI code, KVI003 (the gate) and KVI006 (the guard) included.
+    enabled = set(codes)
     for layer in layers:
         # Apply selectors from least to most specific so the most specific one has
         # the last word; at equal specificity the ignores come last and win.

@@ -16,8 +16,6 @@ RUNTIME_MODULE = "lint_plugin.runtime"
 class Settings:
     helpers_module: str = DEFAULT_HELPERS_MODULE
     guard_module: str = DEFAULT_GUARD_MODULE
-    # Opt-in rules to run (KVI006): the others are never computed.
-    opt_in: frozenset[str] = frozenset()
     # How a fix spells a helper's call where its own name is taken: helper ->
     # callee text (an alias, ``module.helper``). Only ``fix`` sets it.
     spellings: tuple[tuple[str, str], ...] = ()

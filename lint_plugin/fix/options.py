@@ -27,7 +27,6 @@ class Options:
     # Where KVI006's inserted guard is imported from; None: from the tree (where
     # it defines the guard, or where the file imports it from), else the default.
     guard_module: str | None = None
-    opt_in: frozenset[str] = frozenset()  # opt-in rules to run (KVI006)
     wrap: bool = True  # format rewritten statements to the line length
     # Selection (--select/--ignore); noqa directives are always honoured.
     selected: Callable[[Finding], bool] = lambda finding: True
@@ -35,6 +34,4 @@ class Options:
     @property
     def settings(self) -> Settings:
         """The engine's settings for this run (every pass of fix uses them)."""
-        return Settings(
-            self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE, self.opt_in
-        )
+        return Settings(self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE)

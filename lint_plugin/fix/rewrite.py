@@ -253,10 +253,7 @@ def _rounds(
             )
             if spelled != settings.spellings:
                 settings = Settings(
-                    settings.helpers_module,
-                    settings.guard_module,
-                    settings.opt_in,
-                    spelled,
+                    settings.helpers_module, settings.guard_module, spelled
                 )
                 every, findings = _applicable_findings(
                     current, path, options, first, settings
@@ -571,8 +568,8 @@ def _without_unused_directives(rewrite: Rewrite, path: str, options: Options):
 
     if not may_hold_own_directive(rewrite.text):
         return rewrite
-    # The engine under the run's own settings: a directive for an opt-in rule
-    # (KVI006) or for a custom helpers module's findings is used there.
+    # The engine under the run's own settings: a directive for a custom
+    # helpers module's findings is used there.
     findings = lint_source(rewrite.text, path, options.settings)
     text, fixed = remove_unused_directives(
         rewrite.text, path, options.selected, findings

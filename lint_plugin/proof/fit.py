@@ -36,7 +36,13 @@ the stores :mod:`.extent` derived:
    - a window: ``R <= used_len`` from ``u(L) - r(L) >= 0`` and ``gamma <= 0``;
    - ``R <= width`` from ``topk*max_context_len - r(L) >= 0`` for every
      ``L + num_steps <= max_context_len`` and ``0 <= i <= num_steps - 1``, and
-     ``gamma <= 0``.
+     ``gamma <= 0``: the *contract* (upstream's premise);
+   - the same at the *wall* (:mod:`lint_plugin.envelope`): for every ``L <=
+     max_context_len - 1``, the lengths SGLang really admits while drafting.
+
+   The fit condition itself is printed: ``r(L)`` at the last row ``i = num_steps
+   - 1`` against ``topk*max_context_len``, a common positive factor divided out
+   (``seq_len + num_steps <= max_context_len`` for upstream's kernels).
 
 Each ``>= 0`` is :func:`.positivity.nonneg`: a certificate or nothing. When a step
 is not proven, the launches of a small exhaustive search (every branch's scalar
@@ -56,6 +62,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from lint_plugin import envelope
+
 from . import extent as ex
 from .concrete import Sizes, launch_values, row_extents
 from .numeric import NotEvaluable, evaluate
@@ -63,6 +71,7 @@ from .positivity import contradictory, decide, nonneg, strengthen, symbol
 from .store_bound import Bound, bound
 from .triton_source import KernelSource
 
+CONTRACT, WALL = envelope.CONTRACT, envelope.WALL
 USED = "draft_kv_indices_used_len(seq_lens_sum, topk, num_seqs*topk, i + 1)"
 WIDTH = "draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
 MAX_CONTEXT = symbol("max_context_len")
@@ -87,7 +96,9 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Claim:
-    name: str  # "=", "<=" (against used_len) or "fits" (against the width)
+    # "=", "<=" (against used_len), "fits" (against the width, in the contract)
+    # or "wall" (against the width, at the context wall).
+    name: str
     status: str
     why: str = ""
     counterexample: Counterexample | None = None
@@ -106,10 +117,15 @@ class Branch:
     totals: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
     renaming: dict[sp.Symbol, sp.Symbol] = field(default_factory=dict)
     exact: bool = False  # the extent is written (not only an upper bound)
+    condition: str | None = None  # per request: when the last row fits the width
 
     @property
     def failed(self) -> list[Claim]:
         return [c for c in self.claims if c.status != PROVEN]
+
+
+FITS, DOES_NOT_FIT = "fits for all sizes", "DOES NOT FIT"
+DOES_NOT_FIT_AT_WALL = "DOES NOT FIT at the context wall"
 
 
 @dataclass
@@ -117,27 +133,43 @@ class KernelFit:
     derivation: ex.Derivation
     branches: list[Branch]
     seconds: float
+    envelope: str = WALL  # what the verdict judges: WALL or CONTRACT
 
-    @property
-    def verdict(self) -> str:
+    def verdict_under(self, judged: str) -> str:
+        """The verdict in the envelope ``judged``: a refutation of the contract
+        first (the kernel overruns even where upstream's premise holds), then one
+        at the wall, then what is not proven."""
         if self.derivation.not_followed() or any(
             b.extent is None and not b.failed for b in self.branches
         ):
             return "not derived"
-        claims = [c for b in self.branches for c in b.claims]
+        names = {"=", "<=", "fits"} | ({"wall"} if judged == WALL else set())
+        claims = [c for b in self.branches for c in b.claims if c.name in names]
+        if any(c.status == REFUTED and c.name != "wall" for c in claims):
+            return DOES_NOT_FIT
         if any(c.status == REFUTED for c in claims):
-            return "DOES NOT FIT"
+            return DOES_NOT_FIT_AT_WALL
         if any(c.status == NOT_PROVEN for c in claims) or not claims:
             return "not proven"
-        return "fits for all sizes"
+        return FITS
+
+    @property
+    def verdict(self) -> str:
+        return self.verdict_under(self.envelope)
 
     @property
     def fits(self) -> bool:
-        return self.verdict == "fits for all sizes"
+        return self.verdict == FITS
 
     @property
     def refuted(self) -> bool:
-        return self.verdict == "DOES NOT FIT"
+        """A counterexample in the judged envelope."""
+        return self.verdict in (DOES_NOT_FIT, DOES_NOT_FIT_AT_WALL)
+
+    @property
+    def contract_refuted(self) -> bool:
+        """A counterexample even where upstream's premise holds."""
+        return self.verdict_under(CONTRACT) == DOES_NOT_FIT
 
     def counterexamples(self) -> list[tuple[Branch, Claim]]:
         return [(b, c) for b in self.branches for c in b.claims if c.counterexample]
@@ -172,24 +204,29 @@ class KernelFit:
         ]
 
 
-def prove_kernel(source: KernelSource) -> KernelFit:
+def prove_kernel(source: KernelSource, judged: str = WALL) -> KernelFit:
     """:func:`prove_fit` on a located kernel (:func:`.locate.locate_kernel`, or
     ``--kernel``): the very source the harness jits."""
-    return prove_fit(source.text, source.name, source.path)
+    return prove_fit(source.text, source.name, source.path, judged)
 
 
 def prove_fit(
-    text: str, function: str = ex.KERNEL, filename: str = "<kernel>"
+    text: str,
+    function: str = ex.KERNEL,
+    filename: str = "<kernel>",
+    judged: str = WALL,
 ) -> KernelFit:
-    """Derive the kernel's write extent and prove (or refute) the helpers on it."""
+    """Derive the kernel's write extent and prove (or refute) the helpers on it,
+    in both envelopes; the verdict reads the one ``judged``."""
     start = time.perf_counter()
     derivation = ex.derive(text, function, filename)
     branches = []
     if not derivation.not_followed():
         for conds, stores in _branches(derivation):
             branches.append(_prove_branch(derivation, conds, stores))
-        _search(derivation, branches)
-    return KernelFit(derivation, branches, time.perf_counter() - start)
+        _search(derivation, branches, CONTRACT)
+        _search(derivation, branches, WALL)
+    return KernelFit(derivation, branches, time.perf_counter() - start, judged)
 
 
 def _is_launch(cond: sp.Basic, derivation: ex.Derivation) -> bool:
@@ -411,12 +448,41 @@ def _prove_branch(
             )
         else:
             claims.append(Claim("=", NOT_PROVEN, "the extent is another function"))
-    fit_facts = [*facts, MAX_CONTEXT - ex.SEQ_LEN - ex.NUM_STEPS]
     width = (ex.TOPK * MAX_CONTEXT).xreplace(equal)
-    ok = nonneg(width - r, fit_facts) and nonneg(-gamma, facts)
-    claims.append(Claim("fits", PROVEN if ok else NOT_PROVEN))
+    for name, premise in (
+        ("fits", MAX_CONTEXT - ex.SEQ_LEN - ex.NUM_STEPS),
+        ("wall", MAX_CONTEXT - 1 - ex.SEQ_LEN),
+    ):
+        ok = nonneg(width - r, [*facts, premise]) and nonneg(-gamma, facts)
+        claims.append(Claim(name, PROVEN if ok else NOT_PROVEN))
     branch.claims = claims  # what is not proven, the search tries to refute
+    if gamma == 0:
+        branch.condition = fit_condition(width - r.xreplace({ex.ROW: ex.NUM_STEPS - 1}))
     return branch
+
+
+def fit_condition(slack: sp.Expr) -> str:
+    """``slack >= 0`` (the width less a request's last row) as a relation: a
+    common factor known positive (topk) divided out, every subtracted term on the
+    left, the request's own length first: ``seq_len + num_steps <=
+    max_context_len``."""
+    slack = sp.factor_terms(sp.expand(slack))
+    if isinstance(slack, sp.Mul):
+        kept = [f for f in slack.args if not (f == ex.TOPK or f.is_positive)]
+        slack = sp.Mul(*kept)
+    left, right = [], []
+    for term in sp.Add.make_args(sp.expand(slack)):
+        coeff = term.as_coeff_Mul()[0]
+        (left if coeff < 0 else right).append(-term if coeff < 0 else term)
+
+    def order(term: sp.Expr) -> tuple:
+        return (ex.SEQ_LEN not in term.free_symbols, term.is_number, str(term))
+
+    def show(terms: list) -> str:
+        text = " + ".join(str(t) for t in sorted(terms, key=order)) or "0"
+        return text.replace("Min(", "min(").replace("Max(", "max(")
+
+    return f"{show(left)} <= {show(right)}"
 
 
 def _total_name(f: sp.Expr) -> str:
@@ -460,8 +526,11 @@ PARAM_VALUES = {
 DERIVED = {"bs_upper", "iter_upper", "num_tokens_upper", ex.ROW_STRIDE}
 
 
-def candidates(derivation: ex.Derivation, conds: tuple) -> Iterator[Sizes]:
-    """Launches, smallest first, that take the branch of ``conds`` (raw symbols)."""
+def candidates(
+    derivation: ex.Derivation, conds: tuple, judged: str = CONTRACT
+) -> Iterator[Sizes]:
+    """Launches, smallest first, that take the branch of ``conds`` (raw symbols),
+    with the longest lengths the envelope ``judged`` admits first."""
     used = set()
     for store in derivation.stores():
         for e in (store.offset, store.mask, *store.conds):
@@ -485,7 +554,7 @@ def candidates(derivation: ex.Derivation, conds: tuple) -> Iterator[Sizes]:
     shapes.sort()
     for _, steps, topk, seqs, room in shapes:
         ctx = steps + 1 + room
-        limit = ctx - steps
+        limit = ctx - 1 if judged == WALL else ctx - steps
         # At the limit first: an overrun needs the longest sequences.
         patterns = dict.fromkeys(
             [
@@ -507,16 +576,19 @@ def candidates(derivation: ex.Derivation, conds: tuple) -> Iterator[Sizes]:
 
 
 def _unproven(branch: Branch, why: str) -> Branch:
-    names = ["<=" if branch.windowed else "=", "fits"]
+    names = ["<=" if branch.windowed else "=", "fits", "wall"]
     branch.claims = [Claim(n, NOT_PROVEN, why) for n in names]
     return branch
 
 
-def _search(derivation: ex.Derivation, branches: list[Branch]) -> None:
-    """Look for launches that break the claims not proven; each launch counts for
-    the branch it takes. A claim with none found stays "not proven"."""
+def _search(derivation: ex.Derivation, branches: list[Branch], judged: str) -> None:
+    """Look for launches in the envelope ``judged`` that break the claims not
+    proven there; each launch counts for the branch it takes. A claim with none
+    found stays "not proven"."""
+    names = {"wall"} if judged == WALL else {"=", "<=", "fits"}
     pending = {
-        id(b): {c.name for c in b.claims if c.status != PROVEN} for b in branches
+        id(b): {c.name for c in b.claims if c.status != PROVEN and c.name in names}
+        for b in branches
     }
     pending = {k: v for k, v in pending.items() if v}
     if not pending:
@@ -526,7 +598,7 @@ def _search(derivation: ex.Derivation, branches: list[Branch]) -> None:
     checked = dict.fromkeys(pending, 0)
     stopped = ""
     every = tuple({c for cs in conds.values() for c in cs})
-    for tried, sizes in enumerate(candidates(derivation, every)):
+    for tried, sizes in enumerate(candidates(derivation, every, judged)):
         if tried >= SEARCH_CASES or all(pending[k] <= set(found[k]) for k in pending):
             break
         try:
@@ -549,6 +621,7 @@ def _search(derivation: ex.Derivation, branches: list[Branch]) -> None:
         for row, entries in enumerate(writes):
             limits = {
                 "fits": (entries > sizes.width, sizes.width),
+                "wall": (entries > sizes.width, sizes.width),
                 "=": (entries != sizes.used_len(row), sizes.used_len(row)),
                 "<=": (entries > sizes.used_len(row), sizes.used_len(row)),
             }
@@ -567,7 +640,7 @@ def _search(derivation: ex.Derivation, branches: list[Branch]) -> None:
             if claim.name in found[key]:
                 example = found[key][claim.name]
                 claims.append(Claim(claim.name, REFUTED, claim.why, example))
-            elif claim.status != PROVEN:
+            elif claim.status != PROVEN and claim.name in pending[key]:
                 note = f"no counterexample in {checked[key]} launches"
                 why = f"{claim.why}; {note}" if claim.why else note
                 claims.append(Claim(claim.name, NOT_PROVEN, why))
@@ -648,7 +721,7 @@ def describe(fit: KernelFit) -> list[str]:
         f"branch{'es' if count != 1 else ''}): {fit.verdict} "
         f"(sympy, {fit.seconds:.1f} s)"
     )
-    lines = [head]
+    lines = [head, f"  {premise_line(fit)}"]
     if d.not_followed():
         stores = {line for line, _ in d.not_followed()}
         lines += [f"  line {line}: {why}" for line, why in d.unsupported]
@@ -686,20 +759,74 @@ def describe(fit: KernelFit) -> list[str]:
             lines.append(
                 f"    program (b, t) writes below {ends}; the most at the last one"
             )
+    conditions: dict[tuple, list[Branch]] = {}
+    for branch in fit.branches:
+        if branch.condition is not None:
+            key = (branch.condition, branch.exact)
+            conditions.setdefault(key, []).append(branch)
+    for (condition, exact), members in conditions.items():
+        many = f" ({len(members)} branches)" if len(members) > 1 else ""
+        label = _label(tuple(set.intersection(*(set(m.conds) for m in members))))
+        lines.append(
+            f"  {label}{many}: the width holds every row {'iff' if exact else 'if'} "
+            f"every request has {condition} (the last row, i = num_steps - 1)"
+        )
+    judged = (
+        ("=", "<=", "fits", "wall") if fit.envelope == WALL else ("=", "<=", "fits")
+    )
     for branch in fit.branches:
         for claim in branch.failed:
-            target = WIDTH if claim.name == "fits" else USED
+            if claim.name not in judged:
+                continue
+            target = USED if claim.name in ("=", "<=") else WIDTH
+            where = "at the context wall, " if claim.name == "wall" else ""
             if claim.counterexample is not None:
-                relation = {"fits": ">", "=": "!=", "<=": ">"}[claim.name]
+                relation = {"fits": ">", "wall": ">", "=": "!=", "<=": ">"}[claim.name]
                 text = claim.counterexample.describe(f"{relation} {target} =")
-                lines.append(f"  counterexample ({branch.label}): {text}")
+                lines.append(f"  counterexample ({where}{branch.label}): {text}")
             else:
-                what = {"fits": f"<= {WIDTH}", "=": f"= {USED}", "<=": f"<= {USED}"}
+                what = {"=": f"= {USED}", "<=": f"<= {USED}"}
                 lines.append(
-                    f"  not proven ({branch.label}): {what[claim.name]}: {claim.why}"
+                    f"  not proven ({where}{branch.label}): "
+                    f"{what.get(claim.name, f'<= {WIDTH}')}: {claim.why}"
                 )
         lines += [f"  note ({branch.label}): {n}" for n in branch.notes]
+    lines += envelope_summary(fit)
     if d.assumptions:
         assumed = "; ".join(f"{what} (line {line})" for line, what in d.assumptions)
         lines.append(f"  assuming {assumed}")
+    return lines
+
+
+def premise_line(fit: KernelFit) -> str:
+    """What the verdict is measured against, and where SGLang says so."""
+    found = envelope.sources(fit.derivation.filename)
+    where = ", ".join(found) if found else envelope.known_sources()
+    if fit.envelope == WALL:
+        return (
+            f"envelope: the context wall, {envelope.WALL_PREMISE} "
+            f"(SGLang's max_req_len = context_len - 1 and req_to_token's "
+            f"headroom: {where}); --envelope contract for upstream's premise"
+        )
+    return (
+        f"envelope: upstream's contract, {envelope.CONTRACT_PREMISE} (--envelope "
+        f"contract); SGLang does not keep it: a request reaches max_context_len - 1 "
+        f"({where})"
+    )
+
+
+def envelope_summary(fit: KernelFit) -> list[str]:
+    """The other envelope's verdict, and what stops an overrun at the wall."""
+    if fit.verdict == "not derived":
+        return []
+    if fit.envelope == CONTRACT:
+        wall = fit.verdict_under(WALL)
+        return [f"  at the context wall ({envelope.WALL_PREMISE}): {wall}"]
+    contract = fit.verdict_under(CONTRACT)
+    lines = [f"  under upstream's contract ({envelope.CONTRACT_PREMISE}): {contract}"]
+    if fit.verdict == DOES_NOT_FIT_AT_WALL:
+        lines.append(
+            "  only a capacity guard before the launch (assert_buffer_fits, "
+            "KVI006) turns this overrun into an error instead of a silent write"
+        )
     return lines

@@ -33,6 +33,9 @@ ASSUMPTIONS = (
     "no native sliding window (0.5.23's Triton window rail is not driven)",
     "envs at their defaults; CUDA-graph batch alignment 1; attention TP 1",
     "seq_lens_sum=None only for classes with needs_cpu_seq_lens = False",
+    # The grid keeps the helpers' premise; the kernel lines judge the wall.
+    "every seq_len + num_steps <= max_context_len (upstream's contract, not "
+    "SGLang's context wall: see the kernel extent's lines)",
 )
 # The per-step attention backends' classes, across releases.
 BACKEND_CLASSES = (

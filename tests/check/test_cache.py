@@ -272,7 +272,7 @@ def test_a_link_left_at_a_temporary_name_is_not_followed(tmp_path) -> None:
     target = tmp_path / "precious.txt"
     target.write_text("keep me\n")
     cache = Cache(str(tmp_path / "c"), Settings())
-    key = cache.key("a.py", b"x", frozenset())
+    key = cache.key("a.py", b"x")
     cache.prepare()
     partial = Path(cache.folder) / f"{key}.{os.getpid()}.tmp"
     partial.symlink_to(target)
@@ -284,13 +284,13 @@ def test_a_new_build_removes_only_its_own_old_folders(tmp_path, monkeypatch) -> 
     root = tmp_path / "c"
     monkeypatch.setattr(cache_module, "_code_fingerprint", lambda: "0" * 40)
     old = Cache(str(root), Settings())
-    old.put(old.key("a.py", b"x", frozenset()), [])
+    old.put(old.key("a.py", b"x"), [])
     foreign = root / ("1" * 40)  # looks like a build, carries no marker
     foreign.mkdir()
     (foreign / "data").write_text("keep\n")
     monkeypatch.undo()
     cache = Cache(str(root), Settings())
-    cache.put(cache.key("a.py", b"x", frozenset()), [])
+    cache.put(cache.key("a.py", b"x"), [])
     names = sorted(p.name for p in root.iterdir() if p.is_dir())
     assert names == sorted([Path(cache.folder).name, "1" * 40])
 
@@ -303,7 +303,7 @@ def test_an_existing_folder_gains_no_markers_and_loses_nothing(tmp_path) -> None
     mine.mkdir(parents=True)
     (mine / ".draft-kv-lint-build").write_text("not made by the tool\n")
     cache = Cache(str(project), Settings())
-    cache.put(cache.key("a.py", b"x", frozenset()), [])
+    cache.put(cache.key("a.py", b"x"), [])
     assert not (project / ".gitignore").exists()
     assert not (project / "CACHEDIR.TAG").exists()
     assert mine.is_dir() and len(entries(project)) == 1
@@ -471,23 +471,23 @@ def test_every_module_of_the_installed_tool_is_part_of_the_build(monkeypatch):
         assert module.stat().st_size == status.st_size
 
 
-def test_keys_cover_path_settings_opt_in_rules_and_bytes(tmp_path) -> None:
+def test_keys_cover_path_settings_and_bytes(tmp_path) -> None:
     cache = Cache(str(tmp_path), Settings())
     other = Cache(str(tmp_path), Settings(helpers_module="x.y"))
-    key = cache.key("a.py", b"x", frozenset())
+    key = cache.key("a.py", b"x")
     assert (
         len(
             {
                 key,
-                cache.key("b.py", b"x", frozenset()),
-                cache.key("a.py", b"y", frozenset()),
+                cache.key("b.py", b"x"),
+                cache.key("a.py", b"y"),
             }
         )
         == 3
     )
-    assert other.key("a.py", b"x", frozenset()) != key
-    # The opt-in rules computed differ from file to file (pipeline.file_settings).
-    assert cache.key("a.py", b"x", frozenset({"KVI006"})) != key
+    assert other.key("a.py", b"x") != key
+    # Not the selection: an entry holds every rule's findings, before selection.
+    assert Cache(str(tmp_path), Settings()).key("a.py", b"x") == key
 
 
 _text = st.text(max_size=20)
@@ -562,7 +562,7 @@ def test_a_worker_starting_late_keeps_the_build_another_worker_made(
     """Two workers of one run both see no build folder; the first makes it and
     stores an entry before the second prepares: the entry stays."""
     first = Cache(str(tmp_path / "c"), Settings())
-    first.put(first.key("a.py", b"x", frozenset()), [])
+    first.put(first.key("a.py", b"x"), [])
     (stored,) = entries(tmp_path / "c")
     second = Cache(str(tmp_path / "c"), Settings())
     real_isdir, asked = os.path.isdir, []

@@ -780,32 +780,38 @@ def test_helpers_module_from_configuration_and_command_line(
     assert "helpers-module must be a dotted module name" in bad.err
 
 
-def test_opt_in_rule_runs_only_when_selected_by_its_code(
-    tmp_path, monkeypatch, run
-) -> None:
+def test_the_launch_rule_is_on_by_default(tmp_path, monkeypatch, run) -> None:
+    """KVI006 is in the default selection and in every prefix of its code, as
+    any other rule; a team that sizes its rows instead of guarding ignores it in
+    its configuration, and the command line still beats that."""
     from lint_plugin.rules import RULES
 
     (tmp_path / "backend.py").write_text(RULES["KVI006"].invalid[0].code)
     monkeypatch.chdir(tmp_path)
-    assert run("check", "--no-config", "backend.py").status == 0
-    assert run("check", "--no-config", "--select", "KVI", "backend.py").status == 0
-    assert run("check", "--no-config", "--select", "ALL", "backend.py").status == 0
-    found = run("check", "--no-config", "--extend-select", "KVI006", "backend.py")
-    assert found.codes == ["KVI006"]
+    for flags in ((), ("--select", "KVI"), ("--select", "KVI00"), ("--select", "ALL")):
+        found = run("check", "--no-config", *flags, "backend.py")
+        assert (found.status, found.codes) == (1, ["KVI006"]), flags
+    assert run("check", "--no-config", "--ignore", "KVI006", "backend.py").status == 0
+    selected = run("check", "--no-config", "--select", "KVI001", "backend.py")
+    assert selected.status == 0
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.draft-kv-lint]\nextend-select = ["KVI006"]\n'
+        '[tool.draft-kv-lint]\nignore = ["KVI006"]\n'
     )
-    assert run("check", "backend.py").codes == ["KVI006"]
+    assert run("check", "backend.py").status == 0
+    assert run("check", "--extend-select", "KVI006", "backend.py").codes == ["KVI006"]
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.draft-kv-lint.per-file-ignores]\n"backend.py" = ["KVI006"]\n'
+    )
+    assert run("check", "backend.py").status == 0
 
 
-def test_an_opt_in_rule_is_computed_only_for_a_file_that_selects_or_names_it(
+def test_the_launch_rule_is_computed_once_for_every_selection(
     tmp_path, monkeypatch, run
 ) -> None:
-    """Not selected, KVI006 costs nothing; a file that may hold a directive of
-    ours has it computed all the same, so that KVI100 judges the directive
-    whatever is selected (``# noqa: KVI00`` included); and the cache keeps the
-    two apart: an entry made without the rule does not answer a run that
-    selects it."""
+    """KVI006 is computed for every file that may hold a launch, whatever is
+    selected; a directive about it is used, so no KVI100 (``# noqa: KVI00``
+    included); and a cache entry holds the file's findings before selection:
+    an entry made by a run that ignores the rule answers a run that selects it."""
     from lint_plugin import linter
     from lint_plugin.rules import RULES
 
@@ -824,36 +830,39 @@ def test_an_opt_in_rule_is_computed_only_for_a_file_that_selects_or_names_it(
     code = RULES["KVI006"].invalid[0].code
     (tmp_path / "backend.py").write_text(code)
     monkeypatch.chdir(tmp_path)
-    assert run("check", "--no-config", "--no-cache", "backend.py").status == 0
-    assert computed == []
-    found = run(
-        "check", "--no-config", "--no-cache", "--extend-select", "KVI006", "backend.py"
-    )
+    found = run("check", "--no-config", "--no-cache", "backend.py")
     assert (found.codes, computed) == (["KVI006"], ["backend.py"])
-    # The same file with a directive about the rule: computed, and the
-    # directive is used (no KVI100), whatever is selected.
-    # (on the launch statement's last row, its closing bracket)
+    computed.clear()
+    ignored = run(
+        "check", "--no-config", "--no-cache", "--ignore", "KVI006", "backend.py"
+    )
+    assert (ignored.status, computed) == (0, ["backend.py"])
+    # The same file with a directive about the rule: the directive is used (no
+    # KVI100), on the launch statement's last row (its closing bracket).
     lines = code.splitlines()
     last = max(i for i, line in enumerate(lines) if line == "        )")
-    for directive in ("KVI006", "KVI00", "kvi"):  # a code's prefix is about it too
+    for directive in ("KVI006", "KVI00", "KVI"):  # a code's prefix is about it too
         named = [
             *lines[:last],
             f"{lines[last]}  # noqa: {directive}",
             *lines[last + 1 :],
         ]
         (tmp_path / "named.py").write_text("\n".join(named) + "\n")
-        computed.clear()
-        assert run("check", "--no-config", "--no-cache", "named.py").status == 0
-        assert computed == ["named.py"]
-    # A cache filled without the rule, then a run selecting it.
+        for flags in ((), ("--ignore", "KVI006")):
+            computed.clear()
+            quiet = run("check", "--no-config", "--no-cache", *flags, "named.py")
+            assert (quiet.status, computed) == (0, ["named.py"]), (directive, flags)
+    # A cache filled by a run that ignores the rule, then a run selecting it.
     monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
     computed.clear()
     cache = ["--cache-dir", str(tmp_path / "cache")]
-    assert run("check", "--no-config", *cache, "backend.py").status == 0
-    found = run(
-        "check", "--no-config", *cache, "--extend-select", "KVI006", "backend.py"
+    assert (
+        run("check", "--no-config", *cache, "--ignore", "KVI006", "backend.py").status
+        == 0
     )
-    assert (found.codes, computed) == (["KVI006"], ["backend.py"])
+    assert computed == ["backend.py"]
+    found = run("check", "--no-config", *cache, "backend.py")
+    assert (found.codes, computed) == (["KVI006"], ["backend.py"])  # from the cache
 
 
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):

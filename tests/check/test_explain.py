@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,11 @@ def test_each_path_of_an_allocation_is_explained(tmp_path: Path, capsys) -> None
     # Paths in the order of their defining rows: the default, then the branch.
     assert default.startswith("1 of 2: width draft_kv_indices_buffer_width(")
     assert "    when not flag\n" in default
-    assert "    sized: at least that for all positive sizes (proven)" in default
+    # A sized path names its premise: upstream's contract, not the wall.
+    assert (
+        "    sized: at least that for all positive sizes (proven; premise: every "
+        "request's seq_len + num_steps <= max_context_len)\n"
+    ) in default
     assert branch.startswith("2 of 2: width max_bs * self.max_context_len (through row")
     assert "    when flag\n" in branch
     assert (
@@ -142,7 +147,20 @@ def test_explain_on_the_refactored_backends(new_attention: Path, tmp_path, capsy
         capsys, "check", "--no-config", "--explain", f"{new_attention / name}:{row}"
     )
     assert status == 0, out
-    assert "verdict: sized" in out
+    assert (
+        "  verdict: sized against upstream's helper, num_seqs * topk * "
+        "max_context_len, whose premise is every request's seq_len + num_steps "
+        "<= max_context_len\n"
+    ) in out
+    wall = out.split("  at the context wall: ")[1]
+    assert wall.startswith("SGLang admits a running request up to max_req_len")
+    assert (
+        "only a capacity guard before the launch (assert_buffer_fits, KVI006)" in wall
+    )
+    # 0.5.13's Triton draft launch has no guard: the row is sized, and overrun.
+    assert re.search(
+        r"the launch at \S+triton_backend.py:\d+ has no guard \(KVI006\)", wall
+    )
     regressed = tmp_path / name
     regressed.write_text(mutate(text, site, REGRESSIONS["local"]))
     status, out, _ = run(
@@ -151,3 +169,46 @@ def test_explain_on_the_refactored_backends(new_attention: Path, tmp_path, capsy
     assert status == 1, out
     assert "width max_bs * self.max_context_len" in out
     assert "verdict: unsized (KVI003)" in out
+
+
+# KVI006's own examples, a launch guarded and one bare, with a sized row added.
+KVI006 = RULES["KVI006"]
+SIZED_ROW = """\
+    def init_cuda_graph_state(self, max_bs):
+        self.rows = torch.zeros(
+            (
+                self.speculative_num_steps,
+                draft_kv_indices_buffer_width(max_bs, self.topk, self.max_context_len),
+            ),
+            dtype=torch.int32,
+        )
+
+    def common_template("""
+
+
+@pytest.mark.parametrize(
+    ("example", "said"),
+    [
+        pytest.param(
+            KVI006.valid[0], "is guarded: at the wall the guard raises", id="guarded"
+        ),
+        pytest.param(
+            KVI006.invalid[0],
+            "has no guard (KVI006): at the wall it writes past",
+            id="bare",
+        ),
+    ],
+)
+def test_a_sized_row_says_whether_its_launch_is_guarded(
+    tmp_path, capsys, example, said
+):
+    assert ("assert_buffer_fits(" in example.code) == ("guarded" in said)
+    text = example.code.replace("    def common_template(", SIZED_ROW, 1)
+    path = tmp_path / "ours.py"
+    path.write_text(text)
+    row = row_of(text, "self.rows = torch.zeros(")
+    status, out, err = run(capsys, "check", "--no-config", "--explain", f"{path}:{row}")
+    assert (status, err) == (0, "")
+    assert "  verdict: sized against upstream's helper" in out
+    launch = row_of(text, "generate_draft_decode_kv_indices[")
+    assert f"  the launch at {path}:{launch} {said}" in out

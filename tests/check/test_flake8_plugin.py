@@ -90,18 +90,30 @@ def test_helpers_module_option_decides_which_import_is_trusted(tmp_path: Path) -
     assert (result.returncode, result.stdout) == (0, "")
 
 
-def test_opt_in_rule_needs_its_own_code_in_flake8_too(tmp_path: Path) -> None:
+def test_the_launch_rule_is_on_by_default_in_flake8_too(tmp_path: Path) -> None:
     from lint_plugin.rules import RULES
 
     path = tmp_path / "backend.py"
     path.write_text(RULES["KVI006"].invalid[0].code)
-    assert flake8(path) == []  # --select KVI alone leaves KVI006 off
-    result = subprocess.run(
+    found = lint_source(path.read_bytes(), str(path))
+    expected = [(f.row, f.column, f.code) for f in found]
+    assert [code for _, _, code in expected] == ["KVI006"]
+    assert flake8(path) == expected  # --select KVI
+    for flags in ([], ["--select", "KVI00"], ["--extend-select", "KVI006"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "flake8", "--isolated", *flags,
+             "--format", "%(code)s", str(path)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        # (flake8's own defaults report the snippet's unused names too)
+        kvi = [code for code in result.stdout.split() if code.startswith("KVI")]
+        assert kvi == ["KVI006"], flags
+    ignored = subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", "--select", "KVI",
-         "--extend-select", "KVI006", "--format", "%(code)s", str(path)],
+         "--extend-ignore", "KVI006", "--format", "%(code)s", str(path)],
         capture_output=True, text=True,
     )  # fmt: skip
-    assert result.stdout.split() == ["KVI006"]
+    assert (ignored.returncode, ignored.stdout) == (0, "")
 
 
 # Each spelling on a site's own row, and a directive that black moved to the last

@@ -11,7 +11,6 @@ import ast
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.engine.settings import Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.flake8_plugin import KviChecker
@@ -222,19 +221,13 @@ def launches(draw) -> str:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(launches())
-def test_the_opt_in_launch_rule_agrees_on_every_path(text: str) -> None:
-    opted = Settings(opt_in=frozenset({"KVI006"}))
-    whole = lint_tree(ast.parse(text), Source(text), "gen.py", None, opted)
-    fast = lint_source(text.encode(), "gen.py", opted)
+def test_the_launch_rule_agrees_on_every_path(text: str) -> None:
+    whole = lint_tree(ast.parse(text), Source(text), "gen.py")
+    fast = lint_source(text.encode(), "gen.py")
     assert key(fast) == key(whole), text
-    default = KviChecker.settings
-    KviChecker.settings = opted  # what `flake8 --extend-select KVI006` sets
-    try:
-        assert flake8_findings(text) == sorted(
-            (f.row, f.column, f.code) for f in whole
-        ), text
-    finally:
-        KviChecker.settings = default
+    assert flake8_findings(text) == sorted((f.row, f.column, f.code) for f in whole), (
+        text
+    )
 
 
 @settings(

@@ -17,7 +17,6 @@ import pytest
 from lint_plugin.check import pipeline as check
 from lint_plugin.config.selection import Layer, build_selection
 from lint_plugin.engine import syntax
-from lint_plugin.engine.settings import Settings
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="the child is forked on Linux only"
@@ -147,7 +146,7 @@ def test_files_the_cache_answers_are_not_checked_ahead(paths, monkeypatch):
             given.append(list(datas))
 
     class Cache:
-        def key(self, path: str, data: bytes, opt_in: frozenset[str]) -> str:
+        def key(self, path: str, data: bytes) -> str:
             return path
 
         def has(self, key: str) -> bool:
@@ -157,8 +156,7 @@ def test_files_the_cache_answers_are_not_checked_ahead(paths, monkeypatch):
     read = [Path(p).read_bytes() for p in paths]
     keys: dict[int, str] = {}
 
-    selection = build_selection([Layer(None, (), ())], [], ".")
-    check._ahead_check(read, paths, Cache(), keys, None, selection, Settings())
+    check._ahead_check(read, paths, Cache(), keys, None)
 
     (datas,) = given
     cached = [p for p, d in zip(paths, datas, strict=True) if d is None]

@@ -12,8 +12,13 @@ from corpus import BACKENDS
 
 from lint_plugin.linter import lint_source
 
-# (file, row, code) of every site in 0.5.12.post1's four backends.
+# (file, row, code) of every site in 0.5.12.post1's four backends: the inline
+# copies and unsized buffers, and every draft launch (no guard in the release).
 EXPECTED_OLD = {
+    ("flashinfer_backend.py", 1561, "KVI006"),
+    ("flashinfer_mla_backend.py", 960, "KVI006"),
+    ("triton_backend.py", 1302, "KVI006"),
+    ("aiter_backend.py", 3198, "KVI006"),
     ("flashinfer_backend.py", 1589, "KVI001"),
     ("flashinfer_backend.py", 1600, "KVI002"),
     ("flashinfer_backend.py", 1619, "KVI003"),
@@ -37,7 +42,7 @@ def findings_in(folder: Path) -> set[tuple[str, int, str]]:
     return found
 
 
-def test_old_backends_have_exactly_the_twelve_sites(old_attention: Path) -> None:
+def test_old_backends_have_exactly_the_sixteen_sites(old_attention: Path) -> None:
     found = set()
     for name in BACKENDS:
         path = old_attention / name
@@ -47,6 +52,7 @@ def test_old_backends_have_exactly_the_twelve_sites(old_attention: Path) -> None
         "KVI001": 4,
         "KVI002": 4,
         "KVI003": 4,
+        "KVI006": 4,
     }
 
 
@@ -54,8 +60,18 @@ def test_old_attention_folder_has_nothing_else(old_attention: Path) -> None:
     assert findings_in(old_attention) == EXPECTED_OLD
 
 
-def test_new_attention_folder_is_clean(new_attention: Path) -> None:
-    assert findings_in(new_attention) == set()
+# Every finding in 0.5.13's attention folder: the two draft launches upstream
+# left without a guard (tests/corpus/test_default_selection.py).
+EXPECTED_NEW = {
+    ("aiter_backend.py", 2970, "KVI006"),
+    ("triton_backend.py", 1467, "KVI006"),
+}
+
+
+def test_new_attention_folder_has_only_the_unguarded_launches(
+    new_attention: Path,
+) -> None:
+    assert findings_in(new_attention) == EXPECTED_NEW
 
 
 def test_new_speculative_folder_is_clean(new_attention: Path) -> None:
@@ -90,7 +106,7 @@ def test_flake8_reports_what_check_reports(
         for f in lint_source(path.read_bytes(), str(path)):
             expected.add((path.name, f.row, f.column, f.code))
     assert _flake8(paths, folder) == expected
-    assert len(expected) == (12 if version == "old" else 0)
+    assert len(expected) == (16 if version == "old" else 2)
 
 
 # The longest tests of the suite: halves of a package keep both of pytest-xdist's
@@ -188,19 +204,30 @@ def test_shortcuts_never_cost_a_finding_in_any_release(monkeypatch) -> None:
     assert len(deferred) > 50
 
 
-def test_refactored_whole_packages_have_no_finding(
+def test_refactored_whole_packages_have_only_the_unguarded_launches(
     new_attention: Path, latest_package: Path
 ) -> None:
     """Every file of 0.5.13 and 0.5.23: the gate stays quiet on the refactor, on
-    every other multi-step backend, and on draft classes keeping no topk."""
+    every other multi-step backend, and on draft classes keeping no topk; only
+    the Triton and Aiter draft launches, which have no guard, are reported."""
     from corpus import tree
 
-    for package in (tree("0.5.13", whole=True) / "sglang", latest_package):
+    attention = "srt/layers/attention"
+    for package, expected in (
+        (tree("0.5.13", whole=True) / "sglang", EXPECTED_NEW),
+        (
+            latest_package,
+            {
+                ("aiter_backend.py", 5147, "KVI006"),
+                ("triton_backend.py", 2595, "KVI006"),
+            },
+        ),
+    ):
         found = findings_in(package)
-        assert found == set(), sorted(found)[:5]
+        assert found == {(f"{attention}/{n}", r, c) for n, r, c in expected}, found
 
 
-def test_old_whole_package_has_only_the_twelve_sites(old_attention: Path) -> None:
+def test_old_whole_package_has_only_the_sixteen_sites(old_attention: Path) -> None:
     from corpus import tree
 
     package = tree("0.5.12.post1", whole=True) / "sglang"
@@ -212,9 +239,10 @@ def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
     old_attention: Path,
 ) -> None:
     """Every pinned release from 0.4.6.post5 to 0.5.12.post1: in its attention and
-    speculative folders, exactly one KVI001, one KVI002 and one KVI003 in each
-    multi-step draft backend it ships (three before Aiter's, four after), and no
-    other finding anywhere."""
+    speculative folders, exactly one KVI001, one KVI002, one KVI003 and one
+    KVI006 (no release before 0.5.13 guards its launch) in each multi-step draft
+    backend it ships (three before Aiter's, four after), and no other finding
+    anywhere."""
     import hashlib
 
     from corpus import PRE_REFACTOR, tree
@@ -236,7 +264,7 @@ def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
         backends = {name for name, _ in found}
         assert len(backends) in (3, 4), (version, backends)
         assert set(found.values()) == {1}, (version, found)
-        assert len(found) == 3 * len(backends), (version, found)
+        assert len(found) == 4 * len(backends), (version, found)
     print(
         f"\n{len(PRE_REFACTOR)} pre-refactor releases: one site of each kind per backend"
     )

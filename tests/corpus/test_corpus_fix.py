@@ -1,4 +1,5 @@
-"""``fix`` over sglang 0.5.12.post1's four backends reproduces 0.5.13's call sites."""
+"""``fix`` over sglang 0.5.12.post1's four backends reproduces 0.5.13's call sites
+(and, with ``--unsafe-fixes``, upstream's guard before each draft launch)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.linter import lint_source
 
 HELPERS = (USED_LEN, BUFFER_WIDTH)
+# The length KVI006's guard checks: upstream's own in 0.5.13's FlashInfer and
+# FlashInfer MLA; its Triton and Aiter launch with no guard.
+GUARD_ARGS = ("seq_lens_sum", "self.topk", "bs", "self.speculative_num_steps")
+UNGUARDED_IN_0513 = ("triton_backend.py", "aiter_backend.py")
 
 
 def helper_calls(text: str) -> Counter:
@@ -54,9 +59,9 @@ def test_safe_fix_makes_eight_rewrites(rewritten) -> None:
     assert Counter(applied) == {"KVI001": 4, "KVI002": 4}
 
 
-def test_unsafe_fix_makes_twelve_rewrites(rewritten) -> None:
+def test_unsafe_fix_makes_sixteen_rewrites(rewritten) -> None:
     applied = [f.code for _, _, unsafe, _ in rewritten.values() for f in unsafe.applied]
-    assert Counter(applied) == {"KVI001": 4, "KVI002": 4, "KVI003": 4}
+    assert Counter(applied) == {"KVI001": 4, "KVI002": 4, "KVI003": 4, "KVI006": 4}
 
 
 @pytest.mark.parametrize("name", BACKENDS)
@@ -64,8 +69,13 @@ def test_each_call_site_is_upstreams(rewritten, name: str) -> None:
     original, _, unsafe, upstream = rewritten[name]
     ours = helper_calls(unsafe.text) - helper_calls(original)
     theirs = helper_calls(upstream)
-    assert sum(ours.values()) == 3
+    assert sum(ours.values()) == 4
+    guard = [s for s in ours if s[1:] == (USED_LEN, GUARD_ARGS)]
+    assert [s[0].rsplit(".", 1)[1] for s in guard] == ["common_template"]
     for site in ours:
+        if site in guard and name in UNGUARDED_IN_0513:
+            assert site not in theirs  # upstream's guard, where 0.5.13 has none
+            continue
         assert site in theirs, f"{site} is not a call site of sglang 0.5.13"
     graph = [s for s in ours if s[0].endswith("init_cuda_graph_state")]
     assert [s[1:] for s in graph] == [
@@ -76,7 +86,8 @@ def test_each_call_site_is_upstreams(rewritten, name: str) -> None:
 @pytest.mark.parametrize("name", BACKENDS)
 def test_rewritten_files_are_clean_compile_and_are_stable(rewritten, name: str) -> None:
     _, safe, unsafe, _ = rewritten[name]
-    assert [f.code for f in lint_source(safe.text.encode(), name)] == ["KVI003"]
+    safe_codes = sorted(f.code for f in lint_source(safe.text.encode(), name))
+    assert safe_codes == ["KVI003", "KVI006"]  # their fixes are unsafe
     assert lint_source(unsafe.text.encode(), name) == []
     compile(unsafe.text, name, "exec")
     assert not rewrite_text(unsafe.text, name, Options(unsafe_fixes=True)).changed

@@ -15,10 +15,8 @@ import pytest
 from corpus import BACKENDS
 
 from lint_plugin.config.selection import Layer, build_selection
-from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.linter import lint_source
-from lint_plugin.rules import OPT_IN
 
 
 @pytest.fixture(scope="module", params=["0.5.13", "0.5.23"])
@@ -28,8 +26,8 @@ def refactored(request, new_attention: Path, latest_package: Path) -> Path:
     return latest_package / "srt/layers/attention"
 
 
-def _selected(extend: tuple[str, ...]):
-    selection = build_selection([Layer(extend_select=extend)])
+def _selected(select: tuple[str, ...] | None = None):
+    selection = build_selection([Layer(select=select)])
     return lambda finding: selection.is_reported(finding.code, finding.path)
 
 
@@ -40,24 +38,24 @@ def _enclosing_function(text: str, row: int) -> str:
     raise AssertionError(row)
 
 
-def test_opt_in_finds_exactly_the_two_unguarded_launches(refactored: Path) -> None:
-    found, default = [], []
-    with_kvi006 = _selected(("KVI006",))
-    without = _selected(())
+def test_default_finds_exactly_the_two_unguarded_launches(refactored: Path) -> None:
+    found, other = [], []
+    default = _selected()
+    without = _selected(("KVI001", "KVI002", "KVI003", "KVI004", "KVI005", "KVI007"))
     for name in BACKENDS:
         text = (refactored / name).read_text()
-        for finding in lint_source(text.encode(), name, Settings(opt_in=OPT_IN)):
-            if with_kvi006(finding):
+        for finding in lint_source(text.encode(), name):
+            if default(finding):
                 found.append(
                     (name, finding.code, _enclosing_function(text, finding.row))
                 )
             if without(finding):
-                default.append(finding)
+                other.append(finding)
     assert sorted(found) == [
         ("aiter_backend.py", "KVI006", "common_template"),
         ("triton_backend.py", "KVI006", "common_template"),
     ]
-    assert default == []
+    assert other == []
 
 
 def _guard_block(text: str) -> str:
@@ -96,7 +94,7 @@ def _formatted(tool: str, text: str, folder: Path) -> str:
 
 
 def test_unsafe_fix_inserts_flashinfers_guard(refactored: Path, tmp_path: Path) -> None:
-    options = Options(unsafe_fixes=True, opt_in=OPT_IN, selected=_selected(("KVI006",)))
+    options = Options(unsafe_fixes=True, selected=_selected())
     upstream = _guard_block((refactored / "flashinfer_backend.py").read_text())
     for name in ("triton_backend.py", "aiter_backend.py"):
         text = (refactored / name).read_text()

@@ -73,10 +73,11 @@ def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
     originals = {name: (attention / name).read_text() for name in BACKENDS}
     spec_utils = python / SPECULATIVE / "spec_utils.py"
     monkeypatch.chdir(tmp_path)
-    # Before: KVI001..KVI003 only, no broken import yet.
+    # Before: KVI001..KVI003 and the unguarded launches, no broken import yet.
     assert main(["check", "--no-config", "--statistics", "python/sglang/srt"]) == 1
     before = capsys.readouterr().out
     assert "KVI007" not in before
+    assert "KVI006" in before
 
     status = main(["fix", "--no-config", "--unsafe-fixes", f"python/{ATTENTION}"])
     err = capsys.readouterr().err
@@ -85,9 +86,13 @@ def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
         "Added draft_kv_indices_buffer_width, draft_kv_indices_used_len to "
         f"python/{SPECULATIVE}/spec_utils.py (imported there by 4 file(s))"
     ) in err
-    assert "Fixed 12 site(s) (4 unsafe) in 4 file(s)." in err
+    # The four guards too (KVI006, on by default), whose definition fix adds
+    # to the default guard module in the tree (0.5.12.post1 has none).
+    assert f"Added assert_buffer_fits to python/{ATTENTION}/utils.py" in err
+    assert "Fixed 16 site(s) (8 unsafe) in 4 file(s)." in err
     for name in HELPER_SLOTS:
         assert defines(str(spec_utils), name) is True
+    assert defines(str(attention / "utils.py"), "assert_buffer_fits") is True
     for name in BACKENDS:
         assert unresolved_imports(python, attention / name) == [], name
         # The rewrites are those of one file alone (0.5.13's call sites,
@@ -105,7 +110,7 @@ def test_the_guard_on_0512_gets_a_definition_too(tmp_path, capsys, monkeypatch):
     default module, which is in the tree, and fix defines it there."""
     python = sglang_layout("0.5.12.post1", tmp_path, (ATTENTION, SPECULATIVE))
     monkeypatch.chdir(tmp_path)
-    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    flags = ["--no-config", "--unsafe-fixes", "--select", "KVI006"]
     assert main(["fix", *flags, f"python/{ATTENTION}"]) == 0
     err = capsys.readouterr().err
     utils = python / ATTENTION / "utils.py"
@@ -113,7 +118,7 @@ def test_the_guard_on_0512_gets_a_definition_too(tmp_path, capsys, monkeypatch):
     assert defines(str(utils), "assert_buffer_fits") is True
     for name in BACKENDS:
         assert unresolved_imports(python, python / ATTENTION / name) == [], name
-    assert main(["check", "--no-config", "--extend-select", "KVI006", "python"]) == 0
+    assert main(["check", "--no-config", "--select", "KVI006,KVI007", "python"]) == 0
 
 
 def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
@@ -126,7 +131,9 @@ def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
         shutil.copy(latest_package / init, root / init)
     monkeypatch.chdir(tmp_path)
     attention = root / "srt/layers/attention"
-    flags = ["--no-config", "--unsafe-fixes", "--extend-select", "KVI006"]
+    flags = ["--no-config", "--unsafe-fixes"]  # KVI006 is on by default
+    assert main(["check", *flags[:1], "python"]) == 1
+    assert capsys.readouterr().out.count(": KVI006 ") == 2
     assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
     err = capsys.readouterr().err
     assert "Fixed 2 site(s) (2 unsafe) in 2 file(s)." in err
@@ -147,6 +154,6 @@ def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
     )
     for name in ("triton_backend.py", "aiter_backend.py"):
         assert unresolved_imports(tmp_path / "python", attention / name) == []
-    assert main(["check", *flags[:1], "--extend-select", "KVI006", "python"]) == 0
+    assert main(["check", *flags[:1], "python"]) == 0
     assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
     assert capsys.readouterr().err.endswith("Nothing to fix.\n")

@@ -10,7 +10,7 @@ from libcst.codemod import CodemodTest
 
 from lint_plugin.codemod import DraftKvIndicesCommand
 from lint_plugin.fix.rewrite import Options, rewrite_text
-from lint_plugin.rules import OPT_IN, RULES
+from lint_plugin.rules import RULES
 
 HELPERS = "helpers"  # a short module name keeps the added import on one line
 GUARDS = "guards"
@@ -19,7 +19,6 @@ GUARDS = "guards"
 def rewrite(source: str, **options) -> str:
     options.setdefault("helpers_module", HELPERS)
     options.setdefault("guard_module", GUARDS)
-    options.setdefault("opt_in", OPT_IN)
     return rewrite_text(source, "snippet.py", Options(**options)).text
 
 

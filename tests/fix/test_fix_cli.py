@@ -179,11 +179,12 @@ def test_an_internal_error_on_one_file_spares_the_others(tmp_path, monkeypatch, 
 
 @pytest.mark.parametrize(
     "flags",
-    [(), ("--extend-select", "KVI006"), ("--helpers-module", "mypkg.helpers")],
+    [(), ("--ignore", "KVI006"), ("--helpers-module", "mypkg.helpers")],
 )
-def test_a_used_directive_for_an_opt_in_rule_is_kept(tmp_path, capsys, flags):
+def test_a_used_directive_for_the_launch_rule_is_kept(tmp_path, capsys, flags):
     """KVI100's fix runs the engine under the run's own settings: a directive
-    that suppresses KVI006 is used, and `fix` must not strip it."""
+    that suppresses KVI006 is used (whatever is selected), and `fix` must not
+    strip it."""
     from lint_plugin.rules import RULES
 
     source = RULES["KVI006"].invalid[0].code
@@ -195,7 +196,10 @@ def test_a_used_directive_for_an_opt_in_rule_is_kept(tmp_path, capsys, flags):
     before = path.read_bytes()
     assert main(["fix", "--no-config", *flags, str(path)]) == 0
     assert path.read_bytes() == before
-    assert main(["check", "--no-config", "--extend-select", "KVI006", str(path)]) == 0
+    assert main(["check", "--no-config", str(path)]) == 0
+    lines[row] = lines[row].removesuffix("  # noqa: KVI006")
+    path.write_text("\n".join(lines))
+    assert main(["check", "--no-config", str(path)]) == 1  # on by default
     capsys.readouterr()
 
 

@@ -100,7 +100,7 @@ def test_sglang_layout_snippets_work_as_copied(tmp_path: Path) -> None:
 
     check, flake8, fix, isort, black = SNIPPETS["commands"].strip().splitlines()
     checked = _run(check, repo)
-    assert checked.returncode == 1 and "Found 13 errors." in checked.stdout
+    assert checked.returncode == 1 and "Found 16 errors." in checked.stdout
     flaked = _run(flake8, repo)
     assert flaked.returncode == 1
     # Only KVI results (select = KVI), the same ones check reports.
@@ -111,7 +111,7 @@ def test_sglang_layout_snippets_work_as_copied(tmp_path: Path) -> None:
     assert _run(isort, repo).returncode == 0  # the added import is where isort wants it
     assert _run(black, repo).returncode == 0
     left = _run(check, repo)
-    assert {code for _, _, code in _positions(left.stdout)} == {"KVI003"}
+    assert {code for _, _, code in _positions(left.stdout)} == {"KVI003", "KVI006"}
 
 
 def test_precommit_snippet_order_and_validity(tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_the_install_commands_work_as_printed(tmp_path: Path, snapshot) -> None:
     def expect_the_fixtures_findings() -> None:
         checked = env.run("draft-kv-lint check fixtures/", cwd=snapshot.path)
         assert checked.returncode == 1, checked.stderr
-        assert {"KVI001", "KVI002", "KVI003"} <= {
+        assert {"KVI001", "KVI002", "KVI003", "KVI006"} <= {
             code for _, _, code in _positions(checked.stdout)
         }
 

@@ -25,12 +25,15 @@ from corpus import CorpusUnavailable
 from import_probe import imported_by
 from kernel_launch import Launch, random_launches, written_extents
 from kernel_plants import PLANTS, plant
+from our_kernel import DRAFTS, ours
 from release_kernels import distinct_kernels, kernel_of
 
 from lint_plugin.cli import main
 from lint_plugin.proof.concrete import Sizes, row_extents
 from lint_plugin.proof.fit import (
+    CONTRACT,
     PROVEN,
+    REFUTED,
     KernelFit,
     prove_fit,
     prove_kernel,
@@ -127,12 +130,16 @@ def test_the_releases_hold_four_distinct_kernels():
 @pytest.mark.parametrize("version", RELEASES)
 def test_the_helpers_fit_the_kernel_for_all_sizes(version):
     fit = fit_of(version)
-    assert fit.verdict == "fits for all sizes", "\n".join(_describe(fit))
+    # Under upstream's contract; at the context wall it does not (test_envelope).
+    assert fit.verdict_under(CONTRACT) == "fits for all sizes", "\n".join(
+        _describe(fit)
+    )
+    assert fit.verdict == "DOES NOT FIT at the context wall"
     assert not fit.derivation.not_followed()
     for branch in fit.branches:
-        assert all(c.status == PROVEN for c in branch.claims), branch.label
         relation = "<=" if branch.windowed else "="
-        assert [c.name for c in branch.claims] == [relation, "fits"]
+        assert [c.name for c in branch.claims] == [relation, "fits", "wall"]
+        assert [c.status for c in branch.claims] == [PROVEN, PROVEN, REFUTED]
         assert branch.exact  # the last program really writes the extent
         assert render_extent(branch) == (WINDOWED if branch.windowed else USED_LEN)
     windows = {b.windowed for b in fit.branches}
@@ -187,48 +194,9 @@ def test_a_planted_change_is_refuted_by_a_launch_that_overruns(version, plant_na
 
 # -- kernels of our own writing -------------------------------------------------
 
-OURS = """\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def generate_draft_decode_kv_indices(
-    req_pool_indices, req_to_token, paged_kernel_lens, kv_indices, kv_indptr,
-    positions, pool_len: tl.constexpr, kv_indices_stride: tl.constexpr,
-    kv_indptr_stride: tl.constexpr, bs_upper: tl.constexpr,
-    iter_upper: tl.constexpr, num_tokens_upper: tl.constexpr,
-):
-    step = tl.program_id(0)
-    seq = tl.program_id(axis=1)
-    branch = tl.program_id(2)
-    topk = tl.num_programs(2)
-    drafts = step + 1
-    kv_indices += kv_indices_stride * step
-    lanes = tl.arange(0, bs_upper)
-    before = tl.sum(tl.load(paged_kernel_lens + lanes, mask=lanes < seq, other=0))
-    length = tl.load(paged_kernel_lens + seq)
-    start = (before + seq * drafts) * topk + branch * (length + drafts)
-    row = req_to_token + tl.load(req_pool_indices + seq) * pool_len
-    for block in range(tl.cdiv(length, 64)):
-        cols = block * 64 + tl.arange(0, 64)
-        tl.store(kv_indices + start + cols, tl.load(row + cols, mask=cols < length),
-                 mask=cols < length)
-    draft = tl.arange(0, iter_upper)
-    WRITE_DRAFTS
-"""
-DRAFTS = "tl.store(kv_indices + start + length + draft, tl.load(row + length + draft), mask=draft < drafts)"
-
-
-def ours(drafts: str = DRAFTS, **edits: str) -> str:
-    text = OURS.replace("WRITE_DRAFTS", drafts)
-    for old, new in edits.items():
-        text = text.replace(old, new)
-    return text
-
 
 def test_our_kernel_fits_and_writes_its_extent():
-    fit = prove_fit(ours())
+    fit = prove_fit(ours(), judged=CONTRACT)
     assert fit.verdict == "fits for all sizes", "\n".join(_describe(fit))
     (branch,) = fit.branches
     assert render_extent(branch) == USED_LEN
@@ -318,7 +286,7 @@ SPELLINGS = [
 
 @pytest.mark.parametrize(("edit", "verdict"), SPELLINGS)
 def test_our_kernels_in_other_spellings(edit, verdict):
-    fit = prove_fit(ours(**edit))
+    fit = prove_fit(ours(**edit), judged=CONTRACT)
     assert fit.verdict == verdict, "\n".join(_describe(fit))
     if verdict == "DOES NOT FIT":
         assert any(c.name == "fits" for _, c in fit.counterexamples())
@@ -326,14 +294,16 @@ def test_our_kernels_in_other_spellings(edit, verdict):
     if "topk == 1" in edit.get("drafts", ""):
         # The other branch's change is not in this one: it is proven.
         branch = per_branch["topk == 1"]
-        assert [c.status for c in branch.claims] == [PROVEN, PROVEN]
+        assert [c.status for c in branch.claims] == [PROVEN, PROVEN, REFUTED]
         assert render_extent(branch) == "seq_lens_sum + num_seqs*(i + 1)"
         assert per_branch["topk != 1"].failed
 
 
 def test_a_mask_on_data_is_bounded_by_the_lanes_and_not_claimed():
     data_mask = "mask=tl.load(positions + draft) > 0)"
-    fit = prove_fit(ours(DRAFTS.replace("mask=draft < drafts)", data_mask)))
+    fit = prove_fit(
+        ours(DRAFTS.replace("mask=draft < drafts)", data_mask)), judged=CONTRACT
+    )
     # Every lane may be written: the bound is the block's, past used_len, and
     # nothing can be run to refute it either.
     assert fit.verdict == "not proven", "\n".join(_describe(fit))
@@ -355,12 +325,13 @@ def test_a_sum_over_too_few_lanes_is_not_a_prefix_sum():
 @pytest.mark.parametrize("version", ["0.5.12.post1", "0.5.23"])
 def test_prove_kernel_alone_prints_the_extent(version, capsys):
     _, path = _kernel(version)
-    assert main(["prove", "--kernel", path]) == 0
+    assert main(["prove", "--kernel", path, "--envelope", "contract"]) == 0
     out = capsys.readouterr().out
     print(out)
     head = out.splitlines()[0]
     assert head.startswith("kernel extent: generate_draft_decode_kv_indices (")
     assert head.split("): ")[1].startswith("fits for all sizes (sympy, ")
+    assert out.splitlines()[1].startswith("  envelope: upstream's contract, ")
     assert f"row i holds {USED_LEN} = draft_kv_indices_used_len(" in out
     # DESIGN.md's offset, cum_seq_len*topk + b*(i+1)*topk + t*(seq_len+i+1), and
     # the branch's seq_len + i + 1 entries: derived from the source.
@@ -374,7 +345,8 @@ def test_prove_kernel_alone_shows_the_counterexample(tmp_path, capsys):
     kernel.write_text(plant(ours(), "step_written_twice"))
     assert main(["prove", "--kernel", str(kernel)]) == 1
     out = capsys.readouterr().out
-    assert "DOES NOT FIT" in out.splitlines()[0]
+    # Refuted under upstream's own contract: more than the wall's overrun.
+    assert "DOES NOT FIT (sympy" in out.splitlines()[0]
     assert "> draft_kv_indices_buffer_width(num_seqs, topk, max_context_len) =" in out
     not_derived = tmp_path / "while.py"
     not_derived.write_text(ours(**NOT_DERIVED[0].values[0]))
@@ -405,4 +377,5 @@ def test_only_prove_imports_sympy(tmp_path):
     kernel = tmp_path / "k.py"
     kernel.write_text(ours())
     body = f"from lint_plugin.cli import main\n_result = main(['prove', '--kernel', {str(kernel)!r}])"
-    assert imported_by(body, watch, cwd=tmp_path) == (["numpy", "sympy"], "0")
+    # Exit 1: at the context wall every kernel of this shape overruns.
+    assert imported_by(body, watch, cwd=tmp_path) == (["numpy", "sympy"], "1")

@@ -17,7 +17,6 @@ from mutants import REGRESSIONS, mutate, sites
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof.grid import long_sequence_grid
 from lint_plugin.proof.run import NO_SUM
-from lint_plugin.rules import OPT_IN
 
 BACKENDS = {
     "triton": ("triton_backend.py", "TritonMultiStepDraftBackend"),
@@ -28,9 +27,7 @@ GRID = default_grid(seed=20261)[::2]
 
 def guarded(text: str) -> str:
     """``fix --unsafe-fixes --select KVI006``'s output."""
-    options = Options(
-        unsafe_fixes=True, opt_in=OPT_IN, selected=lambda f: f.code == "KVI006"
-    )
+    options = Options(unsafe_fixes=True, selected=lambda f: f.code == "KVI006")
     fixed = rewrite_text(text, "backend.py", options)
     assert [f.code for f in fixed.applied] == ["KVI006"]
     return fixed.text

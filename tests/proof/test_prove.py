@@ -72,7 +72,12 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
     lines = out.splitlines()
     extent = lines[lines.index(kernel) + 1]
     assert extent.startswith("  kernel extent: generate_draft_decode_kv_indices (")
-    assert "(spec_utils.py:" in extent and "fits for all sizes" in extent
+    assert "(spec_utils.py:" in extent
+    # Both sides overrun alike at the context wall: said, and not the verdict.
+    assert "DOES NOT FIT at the context wall" in extent
+    assert lines[lines.index(kernel) + 2].startswith("    envelope: the context wall")
+    assert "seq_len + num_steps <= max_context_len): fits for all sizes" in out
+    assert "NOT PROVEN" not in out
     assert "max_num_tokens = max_bs * topk" in out  # the assumptions are stated
     header = next(line for line in out.splitlines() if line.startswith("class"))
     for column in ("cases", "allocations", "launches", "slices", "overruns", "wall"):

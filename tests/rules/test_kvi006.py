@@ -12,12 +12,9 @@ from lint_plugin.engine.settings import Settings
 from lint_plugin.fix.guard_home import guard_module_for
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.linter import lint_source
-from lint_plugin.rules import OPT_IN
 from lint_plugin.rules.kvi006_unguarded_launch import _BACKEND, RULE
 
-KVI006 = Options(
-    unsafe_fixes=True, opt_in=OPT_IN, selected=lambda f: f.code == "KVI006"
-)
+KVI006 = Options(unsafe_fixes=True, selected=lambda f: f.code == "KVI006")
 
 
 def backend(guard: str) -> str:
@@ -25,7 +22,7 @@ def backend(guard: str) -> str:
 
 
 def kvi006(text: str) -> list[str]:
-    found = lint_source(text.encode(), "b.py", Settings(opt_in=OPT_IN))
+    found = lint_source(text.encode(), "b.py", Settings())
     return [f.message for f in found if f.code == "KVI006"]
 
 
@@ -179,7 +176,6 @@ def test_the_configured_guard_module_wins(tmp_path) -> None:
     text = backend("")
     options = Options(
         unsafe_fixes=True,
-        opt_in=OPT_IN,
         selected=lambda f: f.code == "KVI006",
         guard_module="my.guards",
     )
@@ -203,7 +199,7 @@ def test_check_reports_what_a_whole_walk_reports(example) -> None:
     from lint_plugin.engine.source import Source
     from lint_plugin.linter import lint_tree
 
-    settings = Settings(opt_in=OPT_IN)
+    settings = Settings()
     text = example.code
     key = lambda f: (f.row, f.column, f.code, f.message)  # noqa: E731
     whole = lint_tree(ast.parse(text), Source(text), "b.py", None, settings)
