@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-WALL, CONTRACT = "wall", "contract"
-ENVELOPES = (WALL, CONTRACT)
+WALL, CONTRACT = "wall", "contract"  # prove's --envelope choices
 
 CONTRACT_PREMISE = "every request's seq_len + num_steps <= max_context_len"
 WALL_PREMISE = (
@@ -39,10 +38,6 @@ AT_THE_WALL = (
     "(srt/managers/tp_worker.py), so at the context wall the kernel writes up to "
     "topk * (num_steps - 1) more entries per request than that width: only a "
     "capacity guard before the launch (assert_buffer_fits, KVI006) stops it"
-)
-UPSTREAM_REFERENCES = (
-    "upstream #29516/#29665 (the same wall in FA3's draft page table), "
-    "#29695/#29696 (sizing these rows from req_to_token.shape[1], not merged)"
 )
 
 # Where the envelope is written in the releases checked (package-relative).

@@ -36,7 +36,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     lines: list[str] = []
     verdicts: list[str] = []
     inner = row_sizing.InnerCalls(reporter.analysis, facts)
-    unguarded = _unguarded_rows(text, path, settings)
+    unguarded = _unguarded_rows(facts, reporter)
     for cls in facts.classes:
         # A call of a function of the file that allocates is shown when what
         # it makes is judged as a row at the call.
@@ -64,11 +64,13 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     return "\n".join(lines) + "\n", worst
 
 
-def _unguarded_rows(text: str, path: str, settings: Settings) -> set[int]:
-    """The rows where ``check`` reports KVI006 (a launch with no guard)."""
-    from lint_plugin.linter import lint_source
+def _unguarded_rows(facts, reporter) -> set[int]:
+    """The rows where ``check`` reports KVI006 (a launch with no guard): the
+    rule decided on the walk already made."""
+    from lint_plugin.rules import DECISIONS
 
-    return {f.row for f in lint_source(text, path, settings) if f.code == "KVI006"}
+    dict(DECISIONS)["KVI006"](facts, reporter)
+    return {f.row for f in reporter.findings if f.code == "KVI006"}
 
 
 def _guards(cls, unguarded: set[int], path: str) -> Iterator[str]:

@@ -15,7 +15,7 @@ import gc
 import subprocess
 
 import pytest
-from corpus import CorpusUnavailable, attention_dir, tree
+from corpus import attention_dir, available, tree
 from project_snapshot import Snapshot
 from project_snapshot import snapshot as _snapshot
 from shared_results import SharedResults, session_folder
@@ -65,12 +65,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _corpus(version: str):
-    try:
-        return attention_dir(version)
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise  # in CI the corpus tests must run, never skip
-        pytest.skip(f"sglang {version} unavailable: {exc}")
+    return available(attention_dir, version)
 
 
 @pytest.fixture(scope="session")
@@ -86,12 +81,7 @@ def new_attention():
 
 
 def _whole(version: str):
-    try:
-        return tree(version, whole=True) / "sglang"
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"sglang {version} unavailable: {exc}")
+    return available(tree, version, True) / "sglang"
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,7 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--envelope",
+        # lint_plugin.envelope's names, spelt here: every check builds this parser.
         choices=("wall", "contract"),
         default="wall",
         help="the sizes the kernel's fit is judged in: wall (default), SGLang's "

@@ -12,13 +12,12 @@ launch)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from corpus import BACKENDS, CorpusUnavailable, attention_dir
+from corpus import BACKENDS, attention_dir, available
 
 pytestmark = pytest.mark.corpus
 
@@ -56,12 +55,7 @@ EXPECTED = {
 
 
 def _attention(version: str) -> Path:
-    try:
-        return attention_dir(version)
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise  # in CI the corpus tests must run, never skip
-        pytest.skip(f"sglang {version} unavailable: {exc}")
+    return available(attention_dir, version)
 
 
 def default_check(folder: Path, paths: list[str]) -> tuple[int, set]:

@@ -11,16 +11,15 @@ upstream's premise, where the same kernels fit.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 
 import pytest
 import sympy as sp
-from corpus import CorpusUnavailable, tree
+from corpus import available, tree
 from kernel_launch import Launch, written_extents
 from our_kernel import ours
-from test_kernel_extent import _source
+from release_kernels import kernel_of
 
 from lint_plugin import envelope
 from lint_plugin.cli import main
@@ -70,7 +69,7 @@ def _launch(example: dict) -> Launch:
 @pytest.mark.corpus
 @pytest.mark.parametrize("version", RELEASES)
 def test_upstreams_kernel_overruns_at_each_printed_counterexample(version, capsys):
-    source = _source(version)
+    source = available(kernel_of, version)
     assert main(["prove", "--kernel", source.path]) == 1
     out = capsys.readouterr().out
     print(out)
@@ -104,7 +103,7 @@ def test_upstreams_kernel_overruns_at_each_printed_counterexample(version, capsy
 @pytest.mark.corpus
 @pytest.mark.parametrize("version", RELEASES)
 def test_the_contract_envelope_fits(version, capsys):
-    source = _source(version)
+    source = available(kernel_of, version)
     assert main(["prove", "--kernel", source.path, "--envelope", "contract"]) == 0
     out = capsys.readouterr().out
     assert "): fits for all sizes (sympy, " in out.splitlines()[0]
@@ -127,7 +126,7 @@ UPSTREAM_EXAMPLE = [
 @pytest.mark.parametrize("version", RELEASES)
 @pytest.mark.parametrize(("seq_lens", "steps", "last_row"), UPSTREAM_EXAMPLE)
 def test_upstreams_example_at_the_wall(version, seq_lens, steps, last_row):
-    source = _source(version)
+    source = available(kernel_of, version)
     launch = Launch(seq_lens, topk=2, num_steps=steps)
     written = written_extents(source.text, source.path, launch)
     width = draft_kv_indices_buffer_width(len(seq_lens), 2, 64)
@@ -142,12 +141,7 @@ def test_upstreams_example_at_the_wall(version, seq_lens, steps, last_row):
 @pytest.mark.corpus
 @pytest.mark.parametrize("version", ["0.5.12.post1", "0.5.13", "0.5.23"])
 def test_the_envelopes_lines_are_read_from_the_release(version):
-    try:
-        root = tree(version, whole=True) / "sglang"
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
+    root = available(tree, version, True) / "sglang"
     found = envelope.sources(root / "srt/layers/attention/triton_backend.py")
     assert found == tuple(f"sglang/{w}" for w in envelope.KNOWN_SOURCES[version])
     (admission, at), (headroom, note) = (where.rsplit(":", 1) for where in found)
@@ -249,7 +243,7 @@ def _holds(launch: Launch, ctx: int) -> bool:
 def test_the_printed_condition_is_the_kernels_own(version):
     """Upstream's kernel overruns the helper's width exactly when the printed
     condition fails, on random launches inside the wall envelope."""
-    source = _source(version)
+    source = available(kernel_of, version)
     rng = random.Random(f"wall {version}")
     windows = "window_size" in source.parameters
     outcomes = set()

@@ -17,11 +17,10 @@ Kernels of our own writing cover what the derivation must refuse to prove.
 
 from __future__ import annotations
 
-import os
 import random
 
 import pytest
-from corpus import CorpusUnavailable
+from corpus import available
 from import_probe import imported_by
 from kernel_launch import Launch, random_launches, written_extents
 from kernel_plants import PLANTS, plant
@@ -50,12 +49,7 @@ WINDOWED = "topk*sum(min(seq_len, sink_size + window_size)) + num_seqs*topk*(i +
 
 def _source(version: str) -> KernelSource:
     """The kernel ``prove`` runs for ``version`` (its backend's import, followed)."""
-    try:
-        return kernel_of(version)
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"sglang {version} unavailable: {exc}")
+    return available(kernel_of, version)
 
 
 def _kernel(version: str) -> tuple[str, str]:
@@ -107,12 +101,7 @@ def launch_for(sizes: Sizes) -> Launch:
 
 @pytest.mark.corpus
 def test_the_releases_hold_four_distinct_kernels():
-    try:
-        kernels = distinct_kernels()
-    except CorpusUnavailable as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(str(exc))
+    kernels = available(distinct_kernels)
     by_version = {v: k for k in kernels for v in k.versions}
     # Every distinct kernel is one of RELEASES' (so the tests below see them all).
     assert {by_version[v].digest for v in RELEASES} == {k.digest for k in kernels}
