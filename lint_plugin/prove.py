@@ -251,7 +251,7 @@ def run_prove(args: argparse.Namespace) -> int:
     if not cuda:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
-    from lint_plugin.proof.grid import proof_grid
+    from lint_plugin.proof.grid import proof_grid, wall_grid
     from lint_plugin.proof.names import ASSUMPTIONS
     from lint_plugin.proof.triton_source import interpreting
     from lint_plugin.proof.verdict import DIFFERS, PROVEN, ClassProof, prove_class
@@ -276,7 +276,8 @@ def run_prove(args: argparse.Namespace) -> int:
     )
     print(
         f"grid: {len(grid)} cases per class (page size 1 and > 1, 1-8 sequences, "
-        f"max_bs up to 12, topk 1-8, a 32768-token context"
+        f"max_bs up to 12, topk 1-8, a 32768-token context, "
+        f"{len(wall_grid())} at the context wall"
         f"{', draft windows on and off' if windows else ''}{more})"
     )
     print("assumptions: " + "; ".join(ASSUMPTIONS))

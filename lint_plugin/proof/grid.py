@@ -6,7 +6,8 @@ kernel's paged extension), 1 to 8 sequences (``bs_upper`` crosses powers of
 two), CUDA-graph ``max_bs`` below, at and past those thresholds, topk 1 to 8,
 2 to 5 steps, a draft window on and off (0.5.23), and a context of 32768 tokens
 or more (where 0.5.23 splits the launch into token blocks). One sequence of
-each case sits at the design's length limit (``max_context_len - steps``).
+each case sits at the design's length limit (``max_context_len - steps``), but
+in the wall cases, where one sits at SGLang's own (``max_context_len - 1``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ class Params:
     seed: int = 0
     window_size: int = 0
     sink_size: int = 0
+    # SGLang's envelope (lint_plugin.envelope): a request at max_context_len - 1,
+    # where the helpers' own premise no longer holds and the kernel overruns.
+    at_wall: bool = False
 
     def __post_init__(self) -> None:
         if len(self.seq_lens) != self.num_seqs:
@@ -50,7 +54,9 @@ class Params:
         if min(self.seq_lens) < 1:
             raise HarnessError(f"{self}: a draft sequence has at least one token")
         longest = max(self.seq_lens) + self.speculative_num_steps
-        if longest > self.max_context_len:
+        if self.at_wall and max(self.seq_lens) != self.max_context_len - 1:
+            raise HarnessError(f"{self}: at the wall, a seq_len is max_context_len - 1")
+        if longest > self.max_context_len and not self.at_wall:
             # The design's safety condition; past it even a correct buffer overflows.
             raise HarnessError(f"{self}: seq_len + num_steps > max_context_len")
         if self.max_bs < self.num_seqs:
@@ -83,6 +89,8 @@ class Params:
         extra = f" page_size={self.page_size}" if self.page_size != 1 else ""
         if self.window_size:
             extra += f" window={self.window_size} sink={self.sink_size}"
+        if self.at_wall:
+            extra += " at the context wall"
         return (
             f"num_seqs={self.num_seqs} topk={self.topk} "
             f"steps={self.speculative_num_steps} seq_lens={list(self.seq_lens)} "
@@ -226,10 +234,21 @@ def random_grid(
     return grid
 
 
+def wall_grid() -> list[Params]:
+    """Requests at the context wall (``seq_len = max_context_len - 1``), where
+    SGLang runs and the kernel writes past a helper-sized row: DESIGN.md's one
+    request of 63 at context 64, and a paged graph batch."""
+    return [
+        _case(1, 2, 3, (63,), 64, at_wall=True, seed=21),
+        _case(2, 2, 2, (15, 15), 16, page_size=4, cuda_graph_max_bs=2, at_wall=True),
+    ]
+
+
 def proof_grid(full: bool = False, windows: bool = False) -> list[Params]:
-    """What ``prove`` runs: the corners and a few seeded cases (``full``: every
-    (num_seqs <= 4, topk, steps) too, and more seeded cases over all axes)."""
-    grid = corner_grid(windows) + random_grid(20261, 4, windows)
+    """What ``prove`` runs: the corners, the context wall and a few seeded cases
+    (``full``: every (num_seqs <= 4, topk, steps) too, and more seeded cases over
+    all axes)."""
+    grid = corner_grid(windows) + wall_grid() + random_grid(20261, 4, windows)
     if full:
         grid += default_grid(seed=20260) + long_sequence_grid()
         grid += random_grid(20262, 64, windows, max_programs=None)

@@ -33,9 +33,11 @@ ASSUMPTIONS = (
     "no native sliding window (0.5.23's Triton window rail is not driven)",
     "envs at their defaults; CUDA-graph batch alignment 1; attention TP 1",
     "seq_lens_sum=None only for classes with needs_cpu_seq_lens = False",
-    # The grid keeps the helpers' premise; the kernel lines judge the wall.
-    "every seq_len + num_steps <= max_context_len (upstream's contract, not "
-    "SGLang's context wall: see the kernel extent's lines)",
+    # What the grid's cases keep, and where they leave it on purpose.
+    "every seq_len + num_steps <= max_context_len (upstream's contract) but in "
+    "the wall cases, a request at max_context_len - 1 (SGLang's envelope): there "
+    "overrunning alike is identical, and a guard's raise where the original "
+    "overran is 'stopped by its guard'",
 )
 # The per-step attention backends' classes, across releases.
 BACKEND_CLASSES = (

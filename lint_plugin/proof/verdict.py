@@ -8,6 +8,14 @@ allocation it then changes must be a KVI003 site's, wider by exactly topk --
 and the rewrite must equal *that* run in every record. Anything else differs,
 reported by its first differing record.
 
+At the context wall (a grid case with a request at ``max_context_len - 1``,
+:mod:`lint_plugin.envelope`) the kernel writes past a helper-sized row. Both
+sides overrunning alike is identical, and counted. A rewrite that adds a
+capacity guard (KVI006's fix, upstream's refactor) raises there instead: that
+case is *guarded* when, in every phase where the original (or its widened run)
+wrote past its row, the rewrite raised an AssertionError after observing only a
+prefix of what the original did, and every other phase is equal.
+
 Then, what ran: a line that differs between the two versions and holds code
 but never ran on the grid refuses "proven" (:mod:`.coverage`); a stand-in that
 was asked for what the harness does not model makes the class "cannot drive".
@@ -36,7 +44,7 @@ from .record import KINDS, Record
 from .run import NO_SUM, KernelFactory, Source, remembered_run
 from .widen import Widened, widen_kvi003
 
-IDENTICAL, WIDENED = "identical", "widened"
+IDENTICAL, WIDENED, GUARDED = "identical", "widened", "guarded"
 PROVEN, DIFFERS, CANNOT_DRIVE, NOT_COVERED = (
     "proven",
     "differs",
@@ -58,6 +66,8 @@ class ClassProof:
     overruns_after: int = 0
     widened: int = 0  # cases equal only to the original widened at KVI003 sites
     unsized_overran: int = 0  # widened cases whose original overran
+    wall_overran: int = 0  # wall cases in which both sides overran alike
+    guarded: int = 0  # wall cases the rewrite's guard stopped (GUARDED)
     refused: int = 0  # cases whose __init__ refused the configuration (both)
     raised: int = 0  # cases in which both raised the same exception
     first_raise: str = ""  # "Type at file:line" of the first shared exception
@@ -92,10 +102,16 @@ class ClassProof:
             return f"cannot drive: {self.cannot_drive or 'no case was driven'}"
         if status == NOT_COVERED:
             return f"not proven: {len(self.unran)} changed lines never ran"
-        if self.widened:
+        wall = []
+        if self.wall_overran:
+            wall.append(f"{self.wall_overran} overran alike at the context wall")
+        if self.guarded:
+            wall.append(f"{self.guarded} stopped by its guard at the context wall")
+        at_wall = f"; {', '.join(wall)}" if wall else ""
+        if self.widened or self.widened_lines:  # a guarded case may be widened too
             where = ", ".join(str(n) for n in self.widened_lines)
-            return f"proven (widened x topk at line {where})"
-        return "proven (identical)"
+            return f"proven (widened x topk at line {where}{at_wall})"
+        return f"proven (identical{at_wall})"
 
 
 def _phases(record: Record) -> set[str]:
@@ -207,6 +223,45 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
     return None, notes
 
 
+def guarded_problem(before: Record, after: Record) -> str | None:
+    """Why ``after`` is not ``before`` with each overrunning phase stopped by a
+    capacity guard (None: it is). Only phases both sides drove are judged, as
+    :func:`compare_records` judges them."""
+    shared = set(before.phases) & set(after.phases)
+    overran = {o.phase for o in before.overruns}
+    already = {r.phase for r in before.raised}
+    stopped = {
+        r.phase for r in after.raised if r.type == "AssertionError"
+    } & shared - already
+    if not stopped:
+        return "no phase of the rewrite stops at a guard"
+    if not stopped <= overran:
+        return (
+            "the rewrite raises where the original wrote nothing past its row: "
+            f"{sorted(stopped - overran)}"
+        )
+    why, _ = compare_records(
+        before.only(shared - stopped), after.only(shared - stopped)
+    )
+    if why is not None:
+        return why
+    mapped = before.phases.get("capture") != after.phases.get("capture")
+    for phase in sorted(stopped):
+        b, a = before.only({phase}), after.only({phase})
+        if len(a.raised) != 1:
+            return f"({phase}) the rewrite raised {len(a.raised)} times"
+        for kind in KINDS:
+            if kind == "raised":
+                continue
+            if kind == "backend_calls":
+                xs, ys = _calls(b, mapped), _calls(a, mapped)
+            else:
+                xs, ys = getattr(b, kind), getattr(a, kind)
+            if ys != xs[: len(ys)]:
+                return f"({phase}) {kind} before the guard are not the original's"
+    return None
+
+
 def widening_problem(before: Record, wide: Record, widened: Widened, topk: int):
     """Why the widened run is not the original with its KVI003 sites x topk."""
     if len(before.allocations) != len(wide.allocations):
@@ -284,23 +339,38 @@ def prove_class(
             if why is not None:
                 if widened is False:
                     widened = widen_kvi003(before_text, class_name)
-                if widened is None:
-                    proof.failure = f"{params.describe()}: {why}"
-                    break
-                wide = remembered_run(
-                    widened.text, class_name, params, device, kernel=kernel,
-                    filename=f"{before_name} (KVI003 sites widened)", **options,
-                )  # fmt: skip
-                problem = widening_problem(before, wide, widened, params.topk)
-                wide_why, notes = compare_records(wide, after)
-                if problem is not None or wide_why is not None:
-                    proof.failure = (
-                        f"{params.describe()}: {why}; and against the original "
-                        f"with its KVI003 sites widened: {problem or wide_why}"
+                base, problem = before, None
+                if widened is not None:
+                    wide = remembered_run(
+                        widened.text, class_name, params, device, kernel=kernel,
+                        filename=f"{before_name} (KVI003 sites widened)", **options,
+                    )  # fmt: skip
+                    problem = widening_problem(before, wide, widened, params.topk)
+                    if problem is None:
+                        base = wide
+                        wide_why, notes = compare_records(wide, after)
+                        problem = wide_why
+                        kind = WIDENED
+                if problem is None and widened is not None:
+                    proof.widened_lines = widened.lines
+                elif params.at_wall and guarded_problem(base, after) is None:
+                    kind = GUARDED
+                    if base is not before:
+                        proof.widened_lines = widened.lines
+                else:
+                    against = (
+                        f"; and against the original with its KVI003 sites "
+                        f"widened: {problem}"
+                        if widened is not None
+                        else ""
                     )
+                    proof.failure = f"{params.describe()}: {why}{against}"
+                    if params.at_wall:
+                        proof.failure += (
+                            f"; and as guarded at the context wall: "
+                            f"{guarded_problem(base, after)}"
+                        )
                     break
-                kind = WIDENED
-                proof.widened_lines = widened.lines
             for note in notes:
                 if note not in proof.notes:
                     proof.notes.append(note)
@@ -327,7 +397,11 @@ def _count(
     if kind == WIDENED:
         proof.widened += 1
         proof.unsized_overran += bool(before.overruns)
-    if after.raised:  # equal to the (widened) original's
+    if kind == GUARDED:
+        proof.guarded += 1
+    elif params.at_wall and before.overruns and after.overruns:
+        proof.wall_overran += 1
+    if after.raised and kind != GUARDED:  # equal to the (widened) original's
         first = after.raised[0]
         proof.raised += 1
         proof.refused += first.phase == "init"

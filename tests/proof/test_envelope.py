@@ -16,7 +16,7 @@ import re
 
 import pytest
 import sympy as sp
-from corpus import available, tree
+from corpus import attention_dir, available, tree
 from kernel_launch import Launch, written_extents
 from our_kernel import ours
 from release_kernels import kernel_of
@@ -24,7 +24,10 @@ from release_kernels import kernel_of
 from lint_plugin import envelope
 from lint_plugin.cli import main
 from lint_plugin.proof.fit import CONTRACT, WALL, fit_condition, prove_fit
+from lint_plugin.proof.grid import Params, wall_grid
+from lint_plugin.proof.kernel import ReferenceDraftKernel
 from lint_plugin.proof.positivity import symbol
+from lint_plugin.proof.verdict import DIFFERS, GUARDED, IDENTICAL, prove_class
 from lint_plugin.runtime import draft_kv_indices_buffer_width
 
 RELEASES = ("0.5.13", "0.5.23")
@@ -269,3 +272,93 @@ def test_the_printed_condition_is_the_kernels_own(version):
         assert fits == _holds(launch, ctx), (launch, ctx, written, width)
         outcomes.add(fits)
     assert outcomes == {True, False}
+
+
+# -- prove OLD NEW at the wall ----------------------------------------------------
+
+UNDER_THE_WALL = Params(2, 2, 2, (15, 1), 16, at_wall=True)  # fits: 40 of 64
+
+
+def _prove(before: str, after: str, name: str, grid: list[Params]):
+    return prove_class(
+        before, after, name, grid, "cpu", kernel=ReferenceDraftKernel, coverage=False
+    )
+
+
+@pytest.mark.corpus
+def test_the_wall_cases_overrun_alike_or_stop_at_the_guard():
+    old, new = (available(attention_dir, v) for v in ("0.5.12.post1", "0.5.13"))
+    grid = wall_grid()
+    assert all(p.at_wall and max(p.seq_lens) == p.max_context_len - 1 for p in grid)
+    name = "flashinfer_backend.py"
+    # 0.5.13 added the guard: where 0.5.12.post1 wrote past its (widened) rows,
+    # the refactor raises instead.
+    proof = _prove(
+        (old / name).read_text(),
+        (new / name).read_text(),
+        "FlashInferMultiStepDraftBackend",
+        grid,
+    )
+    assert proof.kinds == [GUARDED, GUARDED], proof.failure
+    assert proof.overruns_before > 0 and proof.overruns_after == 0
+    assert "2 stopped by its guard at the context wall" in proof.verdict
+    assert proof.raised == 0  # a guard's raise is not "raised the same"
+    # Neither Triton launch is guarded: both overrun, alike, and it is counted.
+    name = "triton_backend.py"
+    proof = _prove(
+        (old / name).read_text(),
+        (new / name).read_text(),
+        "TritonMultiStepDraftBackend",
+        grid,
+    )
+    assert proof.kinds == [IDENTICAL, IDENTICAL], proof.failure
+    assert proof.verdict == "proven (identical; 2 overran alike at the context wall)"
+
+
+GUARD_CALL = re.compile(
+    r"        assert_buffer_fits\(\n(?:            .*\n)*        \)\n"
+)
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        pytest.param(None, None, id="the-guard-itself"),
+        pytest.param(
+            ("required_kv_indices_len,\n", "2 * required_kv_indices_len,\n"),
+            "the rewrite raises where the original wrote nothing past its row",
+            id="a-guard-that-fires-below-the-row",
+        ),
+        pytest.param(
+            (
+                "        assert_buffer_fits(\n",
+                "        torch.zeros(1)\n        assert_buffer_fits(\n",
+            ),
+            "before the guard are not the original's",
+            id="more-before-the-guard",
+        ),
+    ],
+)
+def test_a_guard_is_accepted_only_where_it_stops_an_overrun(edit, why):
+    """0.5.13's FlashInfer with its guard cut out, against itself: the guard is
+    accepted at the wall; a guard that fires on a row the kernel would not
+    overrun, or a rewrite that does more before its guard, differs."""
+    text = (available(attention_dir, "0.5.13") / "flashinfer_backend.py").read_text()
+    unguarded, cut = GUARD_CALL.subn("", text, count=1)
+    assert cut == 1
+    changed = text
+    if edit is not None:
+        old, new = edit
+        assert old in text
+        changed = text.replace(old, new, 1)
+    # Below the row first, where only a wrong guard fires; then the overruns.
+    grid = [UNDER_THE_WALL, *wall_grid()]
+    if why and "before the guard" in why:
+        grid = wall_grid()  # below the row the extra tensor alone would differ
+    proof = _prove(unguarded, changed, "FlashInferMultiStepDraftBackend", grid)
+    if why is None:
+        assert proof.kinds == [IDENTICAL, GUARDED, GUARDED], proof.failure
+        return
+    assert proof.status == DIFFERS, proof.verdict
+    assert "at the context wall" in proof.failure and why in proof.failure

@@ -85,7 +85,12 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
     row = next(
         line for line in out.splitlines() if "FlashInferMultiStepDraftBackend" in line
     )
-    assert "proven (widened x topk at line 1618)" in row
+    # At the context wall the original overruns; the fix's guard raises instead.
+    assert (
+        "proven (widened x topk at line 1618; 2 stopped by its guard at the context "
+        "wall)"
+    ) in row
+    assert "raised the same on both sides" not in out
     before, after = row.split()[5].split("/")
     assert int(before) > 0 and int(after) == 0, row
     assert "graph entry points" not in out  # same API on both sides
@@ -157,7 +162,7 @@ def test_prove_two_files(repo, tmp_path, capsys):
     assert main(["prove", "--kernel", str(repo / SPEC), str(original), BACKEND]) == 0
     out = capsys.readouterr().out
     assert "kernel (both sides): " in out and "--kernel" in out
-    assert "proven (widened x topk at line 1618)" in out
+    assert "proven (widened x topk at line 1618; 2 stopped by its guard" in out
 
 
 def test_prove_without_the_kernel_cannot_drive(repo, capsys):
