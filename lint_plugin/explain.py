@@ -74,18 +74,25 @@ def _unguarded_rows(facts, reporter) -> set[int]:
 
 
 def _guards(cls, unguarded: set[int], path: str) -> Iterator[str]:
-    """Whether this class's launches of the index kernel stop the wall's overrun."""
+    """What KVI006 says of this class's launches of the index kernel: a guard
+    is what stops the wall's overrun (where it runs: KVI006 reads one function)."""
+    if not cls.launches:
+        yield (
+            "  this class launches no index kernel: KVI006 judges the launch that "
+            "writes this row where it is"
+        )
     for launch in cls.launches:
         row = launch.call.lineno
         if any(launch.call.lineno <= r <= launch.call.end_lineno for r in unguarded):
             yield (
-                f"  the launch at {path}:{row} has no guard (KVI006): at the wall "
-                "it writes past the row"
+                f"  the launch at {path}:{row} has no capacity guard before it "
+                "(KVI006): at the context wall it writes past a row only as wide as "
+                "upstream's helper"
             )
         else:
             yield (
-                f"  the launch at {path}:{row} is guarded: at the wall the guard "
-                "raises before the kernel writes"
+                f"  the launch at {path}:{row} has a capacity guard before it (no "
+                "KVI006): where the guard runs, an overrun raises instead of writing"
             )
 
 

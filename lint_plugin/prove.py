@@ -240,8 +240,8 @@ def run_prove(args: argparse.Namespace) -> int:
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
-        if args.kernel:
-            return _kernel_only(Path(args.kernel), args.envelope)
+        if args.kernel:  # the status stays about the rewrite, as with classes
+            return _kernel_only(Path(args.kernel), args.envelope, rewrite=True)
         return EXIT_PROVEN
 
     import torch
@@ -393,8 +393,10 @@ def _extent_of(source: KernelSource, judged: str) -> tuple[Any, list[str]]:
     return fit, describe(fit)
 
 
-def _kernel_only(path: Path, judged: str) -> int:
-    """``prove --kernel FILE`` and no classes: the derived extent alone."""
+def _kernel_only(path: Path, judged: str, rewrite: bool = False) -> int:
+    """``prove --kernel FILE`` and no classes: the derived extent alone. With
+    ``rewrite`` (a change that touched no class), only a kernel refuted under its
+    own contract fails, as in a proof of classes: the wall is reported."""
     import importlib.util
 
     if any(importlib.util.find_spec(m) is None for m in ("sympy", "numpy")):
@@ -420,6 +422,8 @@ def _kernel_only(path: Path, judged: str) -> int:
         return _fail(str(exc))
     for line in describe(fit):
         print(line)
+    if rewrite:
+        return EXIT_DIFFERS if fit.contract_refuted else EXIT_PROVEN
     if fit.fits:
         return EXIT_PROVEN
     return EXIT_DIFFERS if fit.refuted else EXIT_CANNOT_DRIVE

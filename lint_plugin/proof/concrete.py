@@ -36,6 +36,10 @@ DEFAULTS = {
 }
 
 
+# A kernel argument so named is the launch's context length.
+CONTEXT_ARGS = frozenset({"max_context_len", "context_len"})
+
+
 @dataclass(frozen=True)
 class Sizes:
     """One launch: the sequences, topk, steps, context and scalar arguments."""
@@ -93,6 +97,8 @@ def launch_values(derivation: ex.Derivation, sizes: Sizes) -> Launch:
     values: dict[sp.Symbol, int] = {}
     for name, sym in derivation.params.items():
         given = sizes.param(name)
+        if given is None and name in CONTEXT_ARGS:
+            given = sizes.max_context_len  # the launch's own context, not a free one
         if given is None:
             given = derived.get(name, DEFAULTS.get(name))
         if given is None:

@@ -65,7 +65,7 @@ import sympy as sp
 from lint_plugin import envelope
 
 from . import extent as ex
-from .concrete import Sizes, launch_values, row_extents
+from .concrete import CONTEXT_ARGS, Sizes, launch_values, row_extents
 from .numeric import NotEvaluable, evaluate
 from .positivity import contradictory, decide, nonneg, strengthen, symbol
 from .store_bound import Bound, bound
@@ -117,7 +117,8 @@ class Branch:
     totals: dict[sp.Symbol, sp.Expr] = field(default_factory=dict)
     renaming: dict[sp.Symbol, sp.Symbol] = field(default_factory=dict)
     exact: bool = False  # the extent is written (not only an upper bound)
-    condition: str | None = None  # per request: when the last row fits the width
+    # Per request, when its widest row fits the width, and which row that is.
+    condition: tuple[str, str] | None = None
 
     @property
     def failed(self) -> list[Claim]:
@@ -456,9 +457,23 @@ def _prove_branch(
         ok = nonneg(width - r, [*facts, premise]) and nonneg(-gamma, facts)
         claims.append(Claim(name, PROVEN if ok else NOT_PROVEN))
     branch.claims = claims  # what is not proven, the search tries to refute
-    if gamma == 0:
-        branch.condition = fit_condition(width - r.xreplace({ex.ROW: ex.NUM_STEPS - 1}))
+    widest = _widest_row(r, facts)
+    if gamma == 0 and widest is not None:
+        row, where = widest
+        branch.condition = (fit_condition(width - r.xreplace({ex.ROW: row})), where)
     return branch
+
+
+def _widest_row(r: sp.Expr, facts: list) -> tuple[sp.Expr, str] | None:
+    """The row a request's entries ``r`` are most in, when one row is for every
+    size: the last when ``r`` grows with the row, the first when it shrinks."""
+    step = r.xreplace({ex.ROW: ex.ROW + 1}) - r
+    inner = [*facts, ex.NUM_STEPS - 2 - ex.ROW]
+    if nonneg(step, inner):
+        return ex.NUM_STEPS - 1, "the last row, i = num_steps - 1"
+    if nonneg(-step, inner):
+        return sp.Integer(0), "the first row, i = 0"
+    return None
 
 
 def fit_condition(slack: sp.Expr) -> str:
@@ -523,7 +538,7 @@ PARAM_VALUES = {
     "ENTRY_PAGE_SIZE": (1,),
     "TRANSLATE": (0,),
 }
-DERIVED = {"bs_upper", "iter_upper", "num_tokens_upper", ex.ROW_STRIDE}
+DERIVED = {"bs_upper", "iter_upper", "num_tokens_upper", ex.ROW_STRIDE, *CONTEXT_ARGS}
 
 
 def candidates(
@@ -764,12 +779,15 @@ def describe(fit: KernelFit) -> list[str]:
         if branch.condition is not None:
             key = (branch.condition, branch.exact)
             conditions.setdefault(key, []).append(branch)
-    for (condition, exact), members in conditions.items():
+    for ((condition, where), exact), members in conditions.items():
         many = f" ({len(members)} branches)" if len(members) > 1 else ""
         label = _label(tuple(set.intersection(*(set(m.conds) for m in members))))
+        # A row is a sum over requests: one short request leaves room for a long
+        # one, so the condition is necessary only for a request alone.
+        alone = "; and only if, for a request alone" if exact else ""
         lines.append(
-            f"  {label}{many}: the width holds every row {'iff' if exact else 'if'} "
-            f"every request has {condition} (the last row, i = num_steps - 1)"
+            f"  {label}{many}: the width holds every row if every request has "
+            f"{condition} ({where}{alone})"
         )
     judged = (
         ("=", "<=", "fits", "wall") if fit.envelope == WALL else ("=", "<=", "fits")
@@ -801,7 +819,9 @@ def describe(fit: KernelFit) -> list[str]:
 def premise_line(fit: KernelFit) -> str:
     """What the verdict is measured against, and where SGLang says so."""
     found = envelope.sources(fit.derivation.filename)
-    where = ", ".join(found) if found else envelope.known_sources()
+    where = (
+        ", ".join(found) if found else f"not in this tree; {envelope.known_sources()}"
+    )
     if fit.envelope == WALL:
         return (
             f"envelope: the context wall, {envelope.WALL_PREMISE} "

@@ -159,7 +159,9 @@ def test_explain_on_the_refactored_backends(new_attention: Path, tmp_path, capsy
     )
     # 0.5.13's Triton draft launch has no guard: the row is sized, and overrun.
     assert re.search(
-        r"the launch at \S+triton_backend.py:\d+ has no guard \(KVI006\)", wall
+        r"the launch at \S+triton_backend.py:\d+ has no capacity guard before it "
+        r"\(KVI006\)",
+        wall,
     )
     regressed = tmp_path / name
     regressed.write_text(mutate(text, site, REGRESSIONS["local"]))
@@ -190,11 +192,13 @@ SIZED_ROW = """\
     ("example", "said"),
     [
         pytest.param(
-            KVI006.valid[0], "is guarded: at the wall the guard raises", id="guarded"
+            KVI006.valid[0],
+            "has a capacity guard before it (no KVI006): where the guard runs",
+            id="guarded",
         ),
         pytest.param(
             KVI006.invalid[0],
-            "has no guard (KVI006): at the wall it writes past",
+            "has no capacity guard before it (KVI006): at the context wall it writes",
             id="bare",
         ),
     ],
@@ -202,7 +206,7 @@ SIZED_ROW = """\
 def test_a_sized_row_says_whether_its_launch_is_guarded(
     tmp_path, capsys, example, said
 ):
-    assert ("assert_buffer_fits(" in example.code) == ("guarded" in said)
+    assert ("assert_buffer_fits(" in example.code) == ("no KVI006" in said)
     text = example.code.replace("    def common_template(", SIZED_ROW, 1)
     path = tmp_path / "ours.py"
     path.write_text(text)

@@ -118,6 +118,12 @@ def test_prove_names_the_first_difference(repo, capsys):
 def test_prove_without_changes_says_so(repo, capsys):
     assert main(["prove", "--base", "HEAD", BACKEND]) == 0
     assert "nothing to prove" in capsys.readouterr().out
+    # With the kernel named, its lines are printed, and the status stays about
+    # the (empty) rewrite: the wall's overrun alone is no failure of a change.
+    assert main(["prove", "--base", "HEAD", "--kernel", SPEC, BACKEND]) == 0
+    out = capsys.readouterr().out
+    assert "nothing to prove" in out and "DOES NOT FIT at the context wall" in out
+    assert main(["prove", "--kernel", SPEC]) == 1  # alone, the kernel is judged
 
 
 def test_prove_without_the_extra_says_what_to_install(tmp_path):
