@@ -86,51 +86,132 @@ def time_command(cmd: Sequence[str], cwd: Path) -> tuple[float, int]:
 
 
 INSTALL = ROOT / ".cache" / "bench-install"
+# Regular installs of other revisions (``--against``), one folder per commit.
+REVISION_INSTALLS = ROOT / ".cache" / "bench-install-at"
 
 
-def regular_install() -> Path:
+def regular_install(revision: str | None = None, folder: Path | None = None) -> Path:
     """A regular (non-editable) install of this checkout, as a user's ``pip
     install`` makes it (bytecode compiled), in a virtual environment of its
     own under ``.cache/``; rebuilt when the package's sources changed.
+
+    With ``revision`` (a commit of this repository, as git names it), the same
+    install of that commit's files (``git archive``), in a folder of its own
+    under ``.cache/bench-install-at/`` unless ``folder`` names another.
 
     An editable install puts an import finder in ``site`` that roughly doubles
     ``python -c pass`` and so halves every small-file ratio: the cases time
     this install, and their ``python -c pass`` is its interpreter.
     """
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tree:
+        if revision is None:
+            return _install(INSTALL, ROOT, lambda: _clean_copy(Path(tree)))
+        commit = resolve_revision(revision)
+        source = _archive(commit, Path(tree))
+        target = folder or REVISION_INSTALLS / commit[:12]
+        return _install(target, source, lambda: source)
+
+
+def resolve_revision(revision: str) -> str:
+    """The full commit name of ``revision`` (read-only: ``git rev-parse``)."""
+    done = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise BenchError(f"{revision!r} is not a commit of {ROOT}")
+    return done.stdout.strip()
+
+
+def describe_checkout() -> str:
+    """The working tree the default install is built from: HEAD's commit and
+    whether the package's sources differ from it (read-only git calls)."""
+    head = subprocess.run(
+        ["git", "rev-parse", "--short=12", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    sources = ("lint_plugin", "rules", "pyproject.toml")
+    changed = subprocess.run(
+        ["git", "--no-optional-locks", "status", "--porcelain", "--", *sources],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if head.returncode != 0 or changed.returncode != 0:
+        return "the working tree (git unavailable)"
+    files = len(changed.stdout.splitlines())
+    state = f"{files} changed source files" if files else "no source changes"
+    return f"the working tree: HEAD {head.stdout.strip()}, {state}"
+
+
+def _archive(commit: str, target: Path) -> Path:
+    """The files of ``commit`` (``git archive``), extracted into ``target``."""
+    import io
+    import tarfile
+
+    done = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=ROOT, capture_output=True
+    )
+    if done.returncode != 0:
+        raise BenchError(f"git archive {commit} failed: {done.stderr.decode()[-300:]}")
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(target, filter="data")
+        else:  # Python before 3.11.4: git's own archive, trusted
+            archive.extractall(target)
+    return target
+
+
+def _sources_digest(root: Path) -> str:
     import hashlib
-    import venv
 
     digest = hashlib.sha256()
     for folder in ("lint_plugin", "rules"):
-        for path in sorted((ROOT / folder).rglob("*")):
+        for path in sorted((root / folder).rglob("*")):
             if path.suffix in (".py", ".json", ".toml") and path.is_file():
-                digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+                digest.update(str(path.relative_to(root)).encode() + b"\0")
                 digest.update(path.read_bytes())
-    digest.update((ROOT / "pyproject.toml").read_bytes())
-    stamp = INSTALL / "sources.sha256"
-    python = INSTALL / "bin" / "python"
-    if stamp.is_file() and stamp.read_text() == digest.hexdigest() and python.exists():
-        return INSTALL
-    shutil.rmtree(INSTALL, ignore_errors=True)
-    venv.create(INSTALL, with_pip=False)
+    digest.update((root / "pyproject.toml").read_bytes())
+    return digest.hexdigest()
+
+
+def _install(target: Path, sources: Path, copy: Callable[[], Path]) -> Path:
+    """A virtual environment at ``target`` holding the wheel of ``sources``
+    (``copy()`` gives the clean tree to build it from); kept while the
+    sources' digest is the one it was built from."""
+    import importlib.metadata
+    import tempfile
+    import venv
+
+    digest = _sources_digest(sources)
+    stamp = target / "sources.sha256"
+    python = target / "bin" / "python"
+    if stamp.is_file() and stamp.read_text() == digest and python.exists():
+        return target
+    print(f"building a regular install in {target} ...", flush=True)
+    shutil.rmtree(target, ignore_errors=True)
+    venv.create(target, with_pip=False)
     # The checkout's wheel, built with this environment's pip and setuptools,
     # installed by this pip into the new environment with the one dependency
     # `check` imports (pathspec); pip compiles the bytecode, as for a user.
-    import importlib.metadata
-    import tempfile
-
     pathspec = f"pathspec=={importlib.metadata.version('pathspec')}"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    with tempfile.TemporaryDirectory() as wheels, tempfile.TemporaryDirectory() as tree:
+    with tempfile.TemporaryDirectory() as wheels:
         # Built from a copy of the checkout's own files: setuptools reuses an
         # old build/ folder and ships every module it still holds (the flat
         # layout's 53 modules came along, and the cache's fingerprint walked them).
-        source = _clean_copy(Path(tree))
+        source = copy()
         _pip(*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", wheels, source)
         built = [str(p) for p in Path(wheels).glob("*.whl")]
         _pip(*pip, "--python", python, "install", "--no-deps", *built, pathspec)
-    stamp.write_text(digest.hexdigest())
-    return INSTALL
+    stamp.write_text(digest)
+    return target
 
 
 def _clean_copy(target: Path) -> Path:
@@ -316,16 +397,18 @@ def _memory(row: Row) -> str:
     return f"{ours:.0f} / {theirs:.0f} MB"
 
 
-def print_table(rows: Sequence[Row]) -> None:
+def print_table(
+    rows: Sequence[Row], sides: tuple[str, str] = ("ours", "baseline")
+) -> None:
     headers = (
         "case",
-        "ours median s",
-        "baseline median s",
+        f"{sides[0]} median s",
+        f"{sides[1]} median s",
         "ratio",
         "pairs min-max",
         "goal",
         "met?",
-        "tree PSS ours / theirs",
+        f"tree PSS {sides[0]} / {sides[1]}",
     )
     body = [
         (

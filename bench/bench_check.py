@@ -41,7 +41,21 @@ interleaved pairs (min-max); (c) and (f) also give the peak memory of the whole
 process tree (proportional set size, forked workers included), sampled in runs
 of their own.
 
+Instruction counts (``--instructions [CASES]``, default cases a, e, g): each
+side of a case also runs once under valgrind's callgrind (``PYTHONHASHSEED=0``),
+which gives the instructions of the main process (the critical path) and of the
+whole process tree (forked syntax check and workers included); see
+``_instructions.py``.
+
+Before/after (``--against REV``): a second regular install, of the commit REV
+(``git archive``, in ``.cache/bench-install-at/``), and each case's own command
+(``draft-kv-lint``: cases a, b, c, e, f) timed on both installs, interleaved,
+with the ratio after/before; instruction counts for both (cases a and e by
+default) and for the case's baseline. ``--rev REV`` installs REV in place of the
+working tree (``--rev X --against X``: two installs of one commit, the noise).
+
 Usage: python bench/bench_check.py [--repeat N] [--cases aebcfdgh] [--no-compile]
+       [--instructions [CASES]] [--against REV [--rev REV]]
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import _instructions
 from _timing import (
     INSTALL,
     LATEST,
@@ -63,12 +78,14 @@ from _timing import (
     compile_package,
     corpus_module,
     describe,
+    describe_checkout,
     interleaved,
     print_environment,
     print_markdown,
     print_table,
     probe,
     regular_install,
+    resolve_revision,
     runs_ok,
     time_command,
     tool,
@@ -123,8 +140,9 @@ class Case:
     memory: bool = False  # also compare peak resident memory
 
 
-def build_cases(keys: str, cache_dir: str) -> tuple[Path, list[Case]]:
-    """The commands of the selected cases and the folder they run in.
+def build_cases(keys: str, cache_dir: str, install: Path) -> tuple[Path, list[Case]]:
+    """The commands of the selected cases, on the regular install ``install``,
+    and the folder they run in.
 
     They run from the folder holding ``sglang/`` with relative paths, as a user
     would from a checkout. ``--no-config``: this repository's own table (found
@@ -142,7 +160,6 @@ def build_cases(keys: str, cache_dir: str) -> tuple[Path, list[Case]]:
     if missing:
         raise BenchError(f"missing backend files in {root}: {missing}")
 
-    install = regular_install()
     python = str(install / "bin" / "python")
     ours = [str(install / "bin" / "draft-kv-lint"), "check", "--no-config"]
     ours.append("--no-cache")
@@ -231,9 +248,11 @@ def build_cases(keys: str, cache_dir: str) -> tuple[Path, list[Case]]:
 MEMORY_RUNS = 3
 
 
-def run_case(case: Case, repeat: int) -> Row:
+def run_case(
+    case: Case, repeat: int, sides: tuple[str, str] = ("ours", "theirs")
+) -> Row:
     print(f"({case.key}) {case.title}")
-    for side, cmd in (("ours", case.ours), ("theirs", case.theirs)):
+    for side, cmd in zip(sides, (case.ours, case.theirs), strict=True):
         # Warm-up: fills the page cache so the first timed run is not the cold
         # one; its output is kept to show the tool did real work.
         warm = probe(cmd, case.cwd)
@@ -254,8 +273,8 @@ def run_case(case: Case, repeat: int) -> Row:
         lambda: time_command(case.theirs, case.cwd),
         repeat,
     )
-    print(f"  ours   {describe([t for t, _ in ours])}")
-    print(f"  theirs {describe([t for t, _ in theirs])}")
+    print(f"  {sides[0]:6} {describe([t for t, _ in ours])}")
+    print(f"  {sides[1]:6} {describe([t for t, _ in theirs])}")
     memory = None
     if case.memory:
         ours_mb = max(m for _, m in ours) / 1024
@@ -270,12 +289,32 @@ def run_case(case: Case, repeat: int) -> Row:
         )
         verdict = "below" if memory[0] < memory[1] else "NOT below"
         print(
-            f"  peak tree PSS: ours {memory[0]:.1f} MB, theirs {memory[1]:.1f} MB: "
-            f"{verdict}"
+            f"  peak tree PSS: {sides[0]} {memory[0]:.1f} MB, {sides[1]} "
+            f"{memory[1]:.1f} MB: {verdict}"
         )
-    print()
     ours_s, theirs_s = [t for t, _ in ours], [t for t, _ in theirs]
     return Row(f"({case.key})", ours_s, theirs_s, case.goal, memory)
+
+
+# Cases whose own command is draft-kv-lint's: the ones --against compares.
+AGAINST_CASES = "abcef"
+
+
+def count_instructions(
+    case: Case, sides: tuple[str, str]
+) -> tuple[_instructions.Counts, _instructions.Counts]:
+    """One callgrind run of each side of ``case``, printed."""
+    print("  instructions (callgrind, one run each, PYTHONHASHSEED=0):")
+    counts = []
+    for side, cmd in zip(sides, (case.ours, case.theirs), strict=True):
+        counts.append(_instructions.count(cmd, case.cwd))
+        print(f"  {side:8} {_instructions.describe(counts[-1])}")
+    ours, theirs = counts
+    print(
+        f"  {sides[0]}/{sides[1]}: main {ours.main / theirs.main:.3f}x, "
+        f"tree {ours.tree / theirs.tree:.3f}x"
+    )
+    return ours, theirs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -294,32 +333,145 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="do not compile the package's bytecode first (a user's install has it)",
     )
+    parser.add_argument(
+        "--instructions",
+        nargs="?",
+        const=_instructions.DEFAULT_CASES,
+        metavar="CASES",
+        help="also count each side's instructions once under valgrind's callgrind "
+        f"for these of the selected cases (alone: "
+        f"'{_instructions.DEFAULT_CASES}'; with --against the default is 'ae', "
+        "and '' turns the counts off)",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="compare with a regular install of the commit REV: each case's "
+        f"draft-kv-lint command (cases '{AGAINST_CASES}') on both installs, "
+        "interleaved, ratio after/before",
+    )
+    parser.add_argument(
+        "--rev",
+        metavar="REV",
+        help="install the commit REV (git archive) in place of the working tree",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or not set(args.cases) <= set("abcdefgh") or not args.cases:
         parser.error("--repeat must be >= 1 and --cases a subset of 'abcdefgh'")
+    if args.instructions is not None and not set(args.instructions) <= set("abcdefgh"):
+        parser.error("--instructions takes a subset of 'abcdefgh'")
+    if args.against is not None:
+        dropped = "".join(k for k in args.cases if k not in AGAINST_CASES)
+        args.cases = "".join(k for k in args.cases if k in AGAINST_CASES)
+        if dropped:
+            print(f"--against: cases '{dropped}' do not run draft-kv-lint: skipped")
+        if not args.cases:
+            parser.error(f"--against compares cases '{AGAINST_CASES}' only")
+        if args.instructions is None:
+            args.instructions = "ae"
+    counted = set(args.instructions or "") & set(args.cases)
+    args.instructions = "".join(k for k in args.cases if k in counted)
+    try:
+        if args.instructions:
+            _instructions.valgrind()
+        # --rev: REV's files in the working tree's folder, so that --rev X
+        # --against X are two installs of one commit.
+        install = regular_install(args.rev, INSTALL if args.rev else None)
+        before = None if args.against is None else regular_install(args.against)
+    except BenchError as exc:
+        print(f"bench_check: {exc}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="draft-kv-lint-bench-") as cache_dir:
         try:
-            root, cases = build_cases(args.cases, cache_dir)
+            # Each install's warm cases have a cache folder of their own.
+            root, cases = build_cases(args.cases, f"{cache_dir}/ours", install)
+            if before is not None:
+                _, old = build_cases(args.cases, f"{cache_dir}/before", before)
+                return _run_against(args, root, cases, old, install, before)
+            return _run(args, root, cases, install)
         except BenchError as exc:
             print(f"bench_check: {exc}", file=sys.stderr)
             return 2
-        return _run(args, root, cases)
 
 
-def _run(args: argparse.Namespace, root: Path, cases: list[Case]) -> int:
+def _run(args: argparse.Namespace, root: Path, cases: list[Case], install: Path) -> int:
     if not args.no_compile:
         compile_package()
     print_environment(args.repeat)
     note = bytecode_note()
     if note:
         print(note)
-    print(f"timed install: {INSTALL} (regular, not editable; bytecode by pip)")
+    origin = f"commit {args.rev}" if args.rev else describe_checkout()
+    print(f"timed install: {install} (regular, not editable; bytecode by pip)")
+    print(f"  built from {origin}")
     print(f"corpus: sglang {VERSION} and {LATEST}, run from {root.parent}")
     print()
-    rows = [run_case(case, args.repeat) for case in cases]
+    rows, counted = [], []
+    for case in cases:
+        rows.append(run_case(case, args.repeat))
+        if case.key in args.instructions:
+            ours, theirs = count_instructions(case, ("ours", "theirs"))
+            counted.append(_instructions.InstructionRow(f"({case.key})", ours, theirs))
+        print()
     print_table(rows)
     print()
     print_markdown(rows, {f"({case.key})": case.title for case in cases})
+    if counted:
+        print()
+        print("instructions (callgrind): main = the process started (the critical")
+        print("path), tree = every process it forked too, summed")
+        _instructions.print_table(counted, ("ours", "baseline"))
+    return 0
+
+
+def _run_against(
+    args: argparse.Namespace,
+    root: Path,
+    cases: list[Case],
+    old: list[Case],
+    install: Path,
+    before: Path,
+) -> int:
+    print_environment(args.repeat)
+    origin = f"commit {args.rev}" if args.rev else describe_checkout()
+    print(f"after:  {install} (regular install of {origin})")
+    commit = resolve_revision(args.against)
+    print(f"before: {before} (regular install of commit {commit[:12]})")
+    print("Each case: its draft-kv-lint command on both installs, interleaved;")
+    print("ratios are after/before.")
+    print(f"corpus: sglang {VERSION} and {LATEST}, run from {root.parent}")
+    print()
+    rows, counted = [], []
+    for after, earlier in zip(cases, old, strict=True):
+        pair = Case(
+            after.key,
+            f"{after.title.split(':')[0]}: after vs before",
+            after.ours,
+            earlier.ours,
+            None,
+            after.cwd,
+            after.memory,
+        )
+        rows.append(run_case(pair, args.repeat, ("after", "before")))
+        if after.key in args.instructions:
+            new, base = count_instructions(pair, ("after", "before"))
+            floor = _instructions.count(after.theirs, after.cwd)
+            shown = " ".join([Path(after.theirs[0]).name, *after.theirs[1:]])
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            print(f"  baseline ({shown}) {_instructions.describe(floor)}")
+            for side, counts in (("after", new), ("before", base)):
+                print(
+                    f"  {side}/baseline: main {counts.main / floor.main:.2f}x, "
+                    f"tree {counts.tree / floor.tree:.2f}x"
+                )
+            counted.append(_instructions.InstructionRow(f"({after.key})", new, base))
+        print()
+    print_table(rows, ("after", "before"))
+    if counted:
+        print()
+        print("instructions (callgrind): main = the process started (the critical")
+        print("path), tree = every process it forked too, summed")
+        _instructions.print_table(counted, ("after", "before"))
     return 0
 
 

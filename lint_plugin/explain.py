@@ -20,6 +20,7 @@ from lint_plugin.engine.analysis import walk
 from lint_plugin.engine.flow import row_sizing, symbolic
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source
+from lint_plugin.rules import DECISIONS
 
 
 class NothingToExplain(ValueError):
@@ -32,24 +33,25 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     ``not a row``)."""
     tree = ast.parse(text, filename=path)
     source = Source(text)
-    facts, reporter = walk(tree, source, path, settings)
+    checker = walk(tree, source, path, settings)
+    facts = checker.facts
     lines: list[str] = []
     verdicts: list[str] = []
-    inner = row_sizing.InnerCalls(reporter.analysis, facts)
-    unguarded = _unguarded_rows(facts, reporter)
+    inner = row_sizing.InnerCalls(checker.analysis, facts)
+    unguarded = _unguarded_rows(checker)
     for cls in facts.classes:
         # A call of a function of the file that allocates is shown when what
         # it makes is judged as a row at the call.
         for allocation in (*cls.allocations, *cls.calls):
             call = allocation.call
-            stmt = reporter.analysis.statement(
-                reporter.analysis.frame_of(allocation.function), call
+            stmt = checker.analysis.statement(
+                checker.analysis.frame_of(allocation.function), call
             )
             node = stmt if stmt is not None else call
             if not node.lineno <= row <= node.end_lineno:
                 continue
             judgement = row_sizing.judge_in_class(
-                cls, allocation, reporter.analysis, inner
+                cls, allocation, checker.analysis, inner
             )
             if judgement is None and allocation not in cls.allocations:
                 continue
@@ -64,13 +66,11 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     return "\n".join(lines) + "\n", worst
 
 
-def _unguarded_rows(facts, reporter) -> set[int]:
+def _unguarded_rows(checker) -> set[int]:
     """The rows where ``check`` reports KVI006 (a launch with no guard): the
     rule decided on the walk already made."""
-    from lint_plugin.rules import DECISIONS
-
-    dict(DECISIONS)["KVI006"](facts, reporter)
-    return {f.row for f in reporter.findings if f.code == "KVI006"}
+    dict(DECISIONS)["KVI006"](checker)
+    return {f.row for f in checker.findings if f.code == "KVI006"}
 
 
 def _guards(cls, unguarded: set[int], path: str) -> Iterator[str]:

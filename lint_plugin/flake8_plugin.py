@@ -19,9 +19,9 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import __version__
-from lint_plugin.engine.prefilter import could_match
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE, Settings
 from lint_plugin.noqa.directives import may_hold_own_directive, review
+from lint_plugin.prefilter import could_match
 
 # flake8 loads every installed plugin on every run, whatever it selects: the
 # engine and the rules are imported by the first file the byte test lets

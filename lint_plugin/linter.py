@@ -3,9 +3,10 @@
 The pipeline above the engine and the rules, as ruff's ``linter``: the engine
 finds the regions of a file that can match (:mod:`lint_plugin.engine.scan`),
 parses them and walks each for facts (:mod:`lint_plugin.engine.analysis`); then
-KVI001/KVI002 report the inline formulas and each other rule decides from the
-facts (``rules/``). Every front end comes here: ``check``'s pipeline over files,
-``fix``'s rounds, the flake8 plugin (with its own tree), ``noqa``'s callers.
+each rule decides through the rule API (``rules/``, ``decide(checker)``:
+:mod:`lint_plugin.engine.checker`). Every front end comes here: ``check``'s
+pipeline over files, ``fix``'s rounds, the flake8 plugin (with its own tree),
+``noqa``'s callers.
 
 One verb for this step: ``lint_source`` (a file's bytes or text, with check's
 shortcuts) and ``lint_tree`` (a parsed tree) give the engine's findings, before
@@ -22,16 +23,16 @@ from collections.abc import Sequence
 from lint_plugin.engine import lazy_methods, scan, syntax
 from lint_plugin.engine.allocations import file_allocator_aliases
 from lint_plugin.engine.analysis import Walker, module_of
+from lint_plugin.engine.checker import Checker
 from lint_plugin.engine.facts import helper_aliases
 from lint_plugin.engine.facts import helper_names as _helper_names
 from lint_plugin.engine.module_scope import ModuleScope, TextModuleScope
-from lint_plugin.engine.prefilter import could_match, decode
-from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source, normalised
 from lint_plugin.findings import Finding
+from lint_plugin.prefilter import could_match
 from lint_plugin.rules import DECISIONS
-from lint_plugin.rules._inline_formulas import report_inline_formulas
+from lint_plugin.source_files import decode
 
 # The check done here when the caller has none answered ahead.
 _IN_PLACE = syntax.error_of
@@ -188,12 +189,11 @@ def lint_tree(
     if helper_names is not None:  # shared by the regions of one file, in order
         walker.facts.helper_names = helper_names
     walker.walk(tree)
-    reporter = Reporter(source, path, settings, module, walker.facts.helper_names)
-    report_inline_formulas(walker.facts, reporter)
+    checker = Checker(tree, source, path, settings, module, walker.facts)
     for _code, decide in DECISIONS:
-        decide(walker.facts, reporter)
+        decide(checker)
     if notes is not None:
-        notes += reporter.notes
+        notes += checker.notes
     walker.release()
-    reporter.release()
-    return reporter.findings
+    checker.release()
+    return checker.findings

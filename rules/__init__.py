@@ -66,13 +66,11 @@ if tuple(RULES) != codes.CODES or any(
     codes.code_of(m.__name__.rsplit(".", 1)[1]) != m.RULE.code for m in _MODULES
 ):
     raise ImportError("a rule module's name does not start with its rule's code")
-# Each rule declares the words it needs; the pre-filters are built from the
-# same statements read as text, so the byte test needs no rule imported
-# (lint_plugin.engine.declared): both readings must agree.
-NEEDS = {m.RULE.code: m.NEEDS for m in _MODULES}
-if vocabulary.declared() != NEEDS:
-    drifted = sorted(c for c in NEEDS if NEEDS[c] != vocabulary.declared().get(c))
-    raise ImportError(f"NEEDS read from the rule modules' text differ: {drifted}")
-# The rules that decide from the walk's facts, each ``decide(facts, reporter)``
-# (KVI001/KVI002 report the formulas the walk matched: ``_inline_formulas``).
+# Each rule declares the words it needs, as plain data: the pre-filters are
+# built from them (lint_plugin.engine.vocabulary). A rule module imports what it
+# decides with lazily, so reading the declarations costs no engine import.
+NEEDS: dict[str, vocabulary.Needs] = {m.RULE.code: m.NEEDS for m in _MODULES}
+vocabulary.declare(NEEDS)
+# The rules that decide, each ``decide(checker)`` (lint_plugin.engine.checker);
+# KVI100 is decided after noqa (lint_plugin.noqa.directives).
 DECISIONS = tuple((m.RULE.code, m.decide) for m in _MODULES if hasattr(m, "decide"))

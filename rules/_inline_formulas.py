@@ -1,45 +1,49 @@
-"""The reports of KVI001 and KVI002: an inline used length or row width, and its fix.
+"""The report KVI001 and KVI002 share: an inline used length or row width, and its fix.
 
-The walk matches every arithmetic expression against the two helper formulas
-(:mod:`lint_plugin.engine.formulas`) and records the matches as facts
-(``ModuleFacts.formulas``, in the order met); this module turns each into its
-rule's finding: the span shown, the helper call that replaces it, and whether the
-fix is safe to offer (never where a program keeps the text: an annotation,
-``{expr=}``). Both rules report here, in one pass, so findings keep the order of
-the walk.
+The walk records the arithmetic of the rows a rule reads (``ModuleFacts.arithmetic``,
+flattened); each of the two rules finds its own formula in it
+(:mod:`lint_plugin.engine.formulas`), and this module turns a match into its
+finding: the span shown, the helper call that replaces it, and whether the fix is
+safe to offer (never where a program keeps the text: an annotation, ``{expr=}``).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.arith import Sum
-from lint_plugin.engine.facts import ModuleFacts
-from lint_plugin.engine.formulas import (
-    CONSTANT,
-    EFFECT,
-    READ,
-    FormulaMatch,
-    render_call,
-    render_replacement,
-    written_order,
-)
-from lint_plugin.engine.reporter import Reporter
-from lint_plugin.engine.source import COMMENT, one_line
 from lint_plugin.findings import Fix
-from lint_plugin.rules import RULES
+from lint_plugin.lazy import lazy
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.arith import Product, Sum
+    from lint_plugin.engine.checker import Checker
+    from lint_plugin.engine.formulas import FormulaMatch
+
+arith = lazy("lint_plugin.engine.arith")
+formulas = lazy("lint_plugin.engine.formulas")
+text_tools = lazy("lint_plugin.engine.source")
 
 
-def report_inline_formulas(facts: ModuleFacts, reporter: Reporter) -> None:
-    """A KVI001 or KVI002 finding for each formula the walk matched."""
-    for formula in facts.formulas:
-        _report(formula.match, formula.in_annotation, reporter)
+def matches(
+    checker: Checker, kind: type, match: Callable[[Sum | Product], FormulaMatch | None]
+) -> Iterator[tuple[FormulaMatch, bool]]:
+    """Each match of ``match`` in the file's arithmetic (its sums or its
+    products: ``kind``), and whether its text is kept by the program."""
+    for found in checker.facts.arithmetic:
+        for sub in arith.subexpressions(found.expr):
+            if isinstance(sub, kind):
+                matched = match(sub)
+                if matched is not None:
+                    yield matched, found.in_annotation
 
 
-def _report(match: FormulaMatch, in_annotation: bool, reporter: Reporter) -> None:
-    src = reporter.source
+def report(match: FormulaMatch, in_annotation: bool, checker: Checker, rule) -> None:
+    """``rule``'s finding for ``match``, with the helper call as its fix."""
+    src = checker.source
     owner_span = src.span(match.owner.node)
-    if isinstance(match.owner, Sum):
+    if isinstance(match.owner, arith.Sum):
         spans = [
             src.widen_to_parens(src.span(match.owner.terms[i].expr.node), owner_span)
             for i in match.terms
@@ -66,7 +70,7 @@ def _report(match: FormulaMatch, in_annotation: bool, reporter: Reporter) -> Non
 
     def text_of(expr) -> str:
         text = src.segment(expr.node)
-        text = one_line(text) if "\n" in text else text
+        text = text_tools.one_line(text) if "\n" in text else text
         # An argument (a keyword's value above all) takes a walrus only in
         # parentheses.
         return f"({text})" if isinstance(expr.node, ast.NamedExpr) else text
@@ -78,26 +82,27 @@ def _report(match: FormulaMatch, in_annotation: bool, reporter: Reporter) -> Non
         # One line: the span's comments move above it, and a line break
         # could land outside any bracket (after a backslash continuation).
         text = src.text[start:end]
-        return one_line(text) if "\n" in text else text
+        return text_tools.one_line(text) if "\n" in text else text
 
-    order = written_order(match, _evaluation_kind)
+    order = formulas.written_order(match, _evaluation_kind)
     keywords = order.keywords if order else ()
-    call = render_call(match, text_of, keywords, reporter.settings.spell(match.helper))
+    call = formulas.render_call(
+        match, text_of, keywords, checker.settings.spell(match.helper)
+    )
     if order is not None and order.at_last and splice and not match.whole:
         splice, edit_span = False, owner_span  # rebuilt, the call moved
-    content = render_replacement(
+    content = formulas.render_replacement(
         match, text_of, term_text_of, splice, call, bool(order and order.at_last)
     )
-    rule = RULES[match.code]
     message = rule.message.format(
-        text=one_line(src.text[shown[0] : shown[1]]),
+        text=text_tools.one_line(src.text[shown[0] : shown[1]]),
         args=call[call.index("(") + 1 : -1],
     )
-    fix = Fix("safe", rule.fix_title or "", (reporter.edit(edit_span, content),))
+    fix = Fix("safe", rule.fix_title or "", (checker.edit(edit_span, content),))
     # No fix where a program keeps the text: an annotation (a string under
     # `from __future__ import annotations`, and for tools), `{expr=}`.
     fixable = match.fixable and order is not None and not in_annotation
-    reporter.add(match.code, shown, message, fix if fixable else None)
+    checker.add(rule.code, shown, message, fix if fixable else None)
 
 
 # What may have an effect when evaluated (or change what is read after it).
@@ -121,15 +126,15 @@ def _evaluation_kind(expr) -> str:
     """What evaluating an operand does (see ``formulas.written_order``)."""
     nodes = list(ast.walk(expr.node))
     if any(isinstance(node, _EFFECTS) for node in nodes):
-        return EFFECT
+        return formulas.EFFECT
     if all(isinstance(node, _CONSTANT) for node in nodes):
-        return CONSTANT
-    return READ
+        return formulas.CONSTANT
+    return formulas.READ
 
 
 def _balanced(text: str) -> bool:
     depth = 0
-    for char in COMMENT.sub("", text):
+    for char in text_tools.COMMENT.sub("", text):
         if char in "([{":
             depth += 1
         elif char in ")]}":

@@ -1,7 +1,18 @@
-from lint_plugin.engine.formulas import USED_LEN
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from lint_plugin.engine.roles import Role
-from lint_plugin.engine.vocabulary import Needs
+from lint_plugin.engine.vocabulary import USED_LEN, Needs
+from lint_plugin.lazy import lazy
 from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._inline_formulas import matches, report
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
+
+arith = lazy("lint_plugin.engine.arith")
+formulas = lazy("lint_plugin.engine.formulas")
 
 _BACKEND = """\
 class FooMultiStepDraftBackend:
@@ -108,3 +119,9 @@ has none.
         ),
     ),
 )
+
+
+def decide(checker: Checker) -> None:
+    """A finding for each sum of the file's arithmetic that is the formula."""
+    for match, in_annotation in matches(checker, arith.Sum, formulas.match_used_len):
+        report(match, in_annotation, checker, RULE)

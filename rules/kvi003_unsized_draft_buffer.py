@@ -11,30 +11,35 @@ unsafe fix.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.facts import ClassFacts, ModuleFacts
-from lint_plugin.engine.flow import symbolic
-from lint_plugin.engine.flow.alternatives import role_of_value
-from lint_plugin.engine.flow.row_sizing import (
-    NOT_JUDGED,
-    SIZED,
-    Judgement,
-    describe_path,
-    describe_witness,
-    judgements,
-)
-from lint_plugin.engine.flow.scopes import instance_name
-from lint_plugin.engine.formulas import BUFFER_WIDTH, render_helper_call
-from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import (
     CONTEXT_ROLES,
     SEQUENCE_COUNT_NAMES,
     Role,
 )
-from lint_plugin.engine.values import factors
-from lint_plugin.engine.vocabulary import ALLOCATOR_WORDS, CONTEXT, DRAFT_CLASS, Needs
+from lint_plugin.engine.vocabulary import (
+    ALLOCATOR_WORDS,
+    BUFFER_WIDTH,
+    CONTEXT,
+    DRAFT_CLASS,
+    Needs,
+)
 from lint_plugin.findings import Fix
+from lint_plugin.lazy import lazy
 from lint_plugin.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
+    from lint_plugin.engine.facts import ClassFacts
+    from lint_plugin.engine.flow.row_sizing import Judgement
+
+alternatives = lazy("lint_plugin.engine.flow.alternatives")
+formulas = lazy("lint_plugin.engine.formulas")
+row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
+scopes = lazy("lint_plugin.engine.flow.scopes")
+symbolic = lazy("lint_plugin.engine.flow.symbolic")
+values = lazy("lint_plugin.engine.values")
 
 _TEMPLATE = """\
 import torch
@@ -541,27 +546,28 @@ that name).
 )
 
 
-def decide(facts: ModuleFacts, report: Reporter) -> None:
+def decide(checker: Checker) -> None:
     """One finding per kv_indices allocation that can be unsized on a path; a
     note for each one not judged."""
-    found = judgements(facts, report.analysis)
+    facts = checker.facts
+    found = row_sizing.judgements(facts, checker.analysis)
     reported = _reported_sites(found)
     for judgement in found:
         verdict = judgement.verdict
-        if verdict == SIZED:
+        if verdict == row_sizing.SIZED:
             continue
-        if verdict == NOT_JUDGED:
+        if verdict == row_sizing.NOT_JUDGED:
             first = judgement.paths[0].row
             reasons = "; ".join(
                 dict.fromkeys(p.reason for p in judgement.paths if p.reason)
             )
-            report.note(
+            checker.note(
                 "KVI003",
-                report.span(first.shown),
+                checker.span(first.shown),
                 f"draft kv_indices buffer width not judged: {reasons}",
             )
             continue
-        _report(judgement, facts, report, reported)
+        _report(judgement, facts, checker, reported)
 
 
 def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
@@ -569,7 +575,7 @@ def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
     their width is made at): the fix there sizes them all."""
     sites: dict[int, list[ast.Call]] = {}
     for judgement in found:
-        if judgement.verdict in (SIZED, NOT_JUDGED):
+        if judgement.verdict in (row_sizing.SIZED, row_sizing.NOT_JUDGED):
             continue
         for path in judgement.unsized:
             if path.row.site is not None:
@@ -578,7 +584,7 @@ def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
     return sites
 
 
-def _report(judgement: Judgement, facts, report: Reporter, reported) -> None:
+def _report(judgement: Judgement, facts, checker: Checker, reported) -> None:
     path = judgement.unsized[0]
     row = path.row
     context = next(
@@ -590,34 +596,36 @@ def _report(judgement: Judgement, facts, report: Reporter, reported) -> None:
         "max_context_len",
     )
     message = RULE.message.format(
-        text=describe_path(path, report.source),
+        text=row_sizing.describe_path(path, checker.source),
         context=context,
-        witness=describe_witness(path),
+        witness=row_sizing.describe_witness(path),
     )
     fix = None
-    others_sized = all(p.verdict == SIZED for p in judgement.paths if p is not path)
+    others_sized = all(
+        p.verdict == row_sizing.SIZED for p in judgement.paths if p is not path
+    )
     if row.written is not None and row.site is not None and others_sized:
         cls = next(c for c in facts.classes if judgement.allocation in c.allocations)
-        fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, report, reported)
-    report.add("KVI003", report.span(row.shown), message, fix)
+        fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, checker, reported)
+    checker.add("KVI003", checker.span(row.shown), message, fix)
 
 
 def _unsafe_fix(
-    cls: ClassFacts, site, allocation, facts, report: Reporter, reported
+    cls: ClassFacts, site, allocation, facts, checker: Checker, reported
 ) -> Fix | None:
     """``count * context`` where the width is made -> the helper with the
     class's topk; only where that value reaches nothing but the rows reported
     with it (``reported``: see ``_reported_sites``)."""
     node, scope = site
-    if scope.source is not report.source or cls.topk_attr is None:
+    if scope.source is not checker.source or cls.topk_attr is None:
         return None
-    parts = factors(node)
+    parts = values.factors(node)
     if len(parts) != 2:
         return None
-    analysis = report.analysis
+    analysis = checker.analysis
     frame = analysis.frame_of(_function_of(cls, scope, allocation))
     stmt = analysis.statement(frame, node)
-    roles = [role_of_value(analysis.values(p, frame, stmt)) for p in parts]
+    roles = [alternatives.role_of_value(analysis.values(p, frame, stmt)) for p in parts]
     contexts = [r in CONTEXT_ROLES for r in roles]
     if contexts.count(True) != 1:
         return None
@@ -629,7 +637,7 @@ def _unsafe_fix(
         Role.TOKENS,
     ):
         return None
-    instance = instance_name(cls.node, scope)
+    instance = scopes.instance_name(cls.node, scope)
     if instance is None:
         return None  # no name here reaches the class's topk
     # Only a fix needs it: a check with no finding of this rule never does.
@@ -638,7 +646,7 @@ def _unsafe_fix(
     ends = reported.get(id(node), [])
     if not reaches_only(site, ends, facts, analysis, analysis.module.source.text):
         return None
-    count_text = report.source.segment(count)
+    count_text = checker.source.segment(count)
     note = "the row grows by the topk factor"
     if count_role is Role.TOKENS:
         known = set(scope.params) | _locals_of(scope)
@@ -647,12 +655,12 @@ def _unsafe_fix(
             return None
         note = f"{count_text} is replaced by the sequence count {seqs} times topk"
         count_text = seqs
-    content = render_helper_call(
-        report.settings.spell(BUFFER_WIDTH),
-        (count_text, f"{instance}.{cls.topk_attr}", report.source.segment(mcl)),
+    content = formulas.render_helper_call(
+        checker.settings.spell(BUFFER_WIDTH),
+        (count_text, f"{instance}.{cls.topk_attr}", checker.source.segment(mcl)),
     )
     message = f"Size the row with `{content}` (changes the allocation: {note})"
-    return Fix("unsafe", message, (report.edit(report.span(node), content),))
+    return Fix("unsafe", message, (checker.edit(checker.span(node), content),))
 
 
 def _function_of(cls: ClassFacts, scope, allocation):

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from lint_plugin.engine.facts import ModuleFacts
-from lint_plugin.engine.flow.alternatives import role_of_value
-from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN, misplaced_arguments
-from lint_plugin.engine.reporter import Reporter
-from lint_plugin.engine.source import one_line
-from lint_plugin.engine.values import arguments
-from lint_plugin.engine.vocabulary import Needs
+from typing import TYPE_CHECKING
+
+from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
+from lint_plugin.lazy import lazy
 from lint_plugin.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
+
+alternatives = lazy("lint_plugin.engine.flow.alternatives")
+formulas = lazy("lint_plugin.engine.formulas")
+text_tools = lazy("lint_plugin.engine.source")
+values = lazy("lint_plugin.engine.values")
 
 # A call of either helper.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))
@@ -83,26 +88,26 @@ No fix: which argument is wrong is for a person to decide.
 )
 
 
-def decide(facts: ModuleFacts, report: Reporter) -> None:
-    analysis = report.analysis
-    for helper_call in facts.helper_calls:
+def decide(checker: Checker) -> None:
+    analysis = checker.analysis
+    for helper_call in checker.facts.helper_calls:
         call, helper = helper_call.call, helper_call.helper
         frame = analysis.frame_of(helper_call.function)
         stmt = analysis.statement(frame, call) if helper_call.function else None
-        given = arguments(call, helper)
+        given = values.arguments(call, helper)
         roles = [
-            (slot, role_of_value(analysis.values(node, frame, stmt)))
+            (slot, alternatives.role_of_value(analysis.values(node, frame, stmt)))
             for slot, node in given
         ]
-        problems = misplaced_arguments(helper, roles)
+        problems = formulas.misplaced_arguments(helper, roles)
         if not problems:
             continue
         nodes = dict(given)
         described = ", ".join(
-            f"`{one_line(report.source.segment(nodes[slot]))}` (a {role.value}) "
+            f"`{text_tools.one_line(checker.source.segment(nodes[slot]))}` (a {role.value}) "
             f"as `{slot}`"
             for slot, role in problems
         )
         first = nodes[problems[0][0]]
         message = RULE.message.format(helper=helper, problems=described)
-        report.add("KVI004", report.span(first), message)
+        checker.add("KVI004", checker.span(first), message)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.facts import ModuleFacts
-from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
-from lint_plugin.engine.reporter import Reporter
-from lint_plugin.engine.vocabulary import Needs
+from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
 from lint_plugin.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
 
 # A helper's name.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))
@@ -83,22 +84,22 @@ decide.
 _KINDS = {"function": "a def", "class": "a class", "assignment": "an assignment"}
 
 
-def decide(facts: ModuleFacts, report: Reporter) -> None:
-    if report.settings.is_helpers_file(report.path):
+def decide(checker: Checker) -> None:
+    if checker.settings.is_helpers_file(checker.path):
         return  # the helpers' home defines them
-    for binding in facts.helper_bindings:
+    for binding in checker.facts.helper_bindings:
         node = binding.node
         kind = _KINDS.get(binding.kind, f"an import from {_module(node)}")
         if isinstance(node, (ast.ImportFrom, ast.Import)):
             alias = next(a for a in node.names if (a.asname or a.name) == binding.name)
             node = alias if hasattr(alias, "lineno") else node
-        start, end = report.span(node)
+        start, end = checker.span(node)
         if binding.kind in ("function", "class"):  # the header line, not the body
-            end = start + len(report.source.text[start:end].split("\n", 1)[0])
+            end = start + len(checker.source.text[start:end].split("\n", 1)[0])
         message = RULE.message.format(
-            name=binding.name, kind=kind, module=report.settings.helpers_module
+            name=binding.name, kind=kind, module=checker.settings.helpers_module
         )
-        report.add("KVI005", (start, end), message)
+        checker.add("KVI005", (start, end), message)
 
 
 def _module(node: ast.AST) -> str:

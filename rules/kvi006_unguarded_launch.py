@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.arith import Sum, build
-from lint_plugin.engine.facts import (
-    GUARD,
-    KERNEL,
-    ClassFacts,
-    FunctionFacts,
-    Launch,
-    ModuleFacts,
-    position,
-    self_attribute,
-)
-from lint_plugin.engine.flow.scopes import instance_name
-from lint_plugin.engine.flow.symbolic import SYMBOLIC, Op, Sym
-from lint_plugin.engine.formulas import USED_LEN, match_used_len
-from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
-from lint_plugin.engine.vocabulary import Needs
+from lint_plugin.engine.vocabulary import GUARD, KERNEL, USED_LEN, Needs
 from lint_plugin.findings import Fix
+from lint_plugin.lazy import lazy
 from lint_plugin.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
+    from lint_plugin.engine.facts import ClassFacts, FunctionFacts, Launch
+
+arith = lazy("lint_plugin.engine.arith")
+facts = lazy("lint_plugin.engine.facts")
+formulas = lazy("lint_plugin.engine.formulas")
+scopes = lazy("lint_plugin.engine.flow.scopes")
+symbolic = lazy("lint_plugin.engine.flow.symbolic")
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
 NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))
@@ -282,29 +279,29 @@ the message says which.
 )
 
 
-def decide(facts: ModuleFacts, report: Reporter) -> None:
-    for cls in facts.classes:
+def decide(checker: Checker) -> None:
+    for cls in checker.facts.classes:
         if not cls.is_draft_backend:
             continue
         for launch in cls.launches:
             buffer = _buffer(launch.call)
             if buffer is None:
                 continue
-            at = position(launch.call)
+            at = facts.position(launch.call)
             if any(
-                position(guard) < at
-                and _checks(guard, buffer, launch, report)
-                and _holds_at_launch(guard, buffer, launch, report)
+                facts.position(guard) < at
+                and _checks(guard, buffer, launch, checker)
+                and _holds_at_launch(guard, buffer, launch, checker)
                 for guard in launch.function.guards
             ):
                 continue
-            fix, why = _fix(cls, launch, buffer, report)
+            fix, why = _fix(cls, launch, buffer, checker)
             message = RULE.message.format(
                 kernel=KERNEL,
-                buffer=report.source.segment(buffer),
+                buffer=checker.source.segment(buffer),
                 why=f" (no fix: {why})" if why else "",
             )
-            report.add("KVI006", report.span(launch.call.func), message, fix)
+            checker.add("KVI006", checker.span(launch.call.func), message, fix)
 
 
 def _buffer(call: ast.Call) -> ast.expr | None:
@@ -319,24 +316,24 @@ def _buffer(call: ast.Call) -> ast.expr | None:
     return None
 
 
-def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, report: Reporter) -> bool:
+def _checks(guard: ast.AST, buffer: ast.expr, launch: Launch, checker: Checker) -> bool:
     """Does ``guard`` check the full used length against ``buffer``'s row?"""
     pair = _compared(guard)
     if pair is None:
         return False
     used, capacity = pair
     return _is_row_of(capacity, buffer) and _is_full_used_len(
-        used, guard, launch, report
+        used, guard, launch, checker
     )
 
 
 def _holds_at_launch(
-    guard: ast.AST, buffer: ast.expr, launch: Launch, report: Reporter
+    guard: ast.AST, buffer: ast.expr, launch: Launch, checker: Checker
 ) -> bool:
     """Is the guard run where it stands (not a lambda's body, which runs only
     if called: a guard in a nested ``def`` is that function's), and is the
     buffer it checked the one launched (no assignment to it in between)?"""
-    analysis = report.analysis
+    analysis = checker.analysis
     frame = analysis.frame_of(launch.function)
     stmt = analysis.statement(frame, guard) if isinstance(guard, ast.Call) else None
     if stmt is not None and any(
@@ -345,13 +342,13 @@ def _holds_at_launch(
     ):
         return False
     if isinstance(buffer, ast.Name):
-        bound = launch.function.locals.before(buffer.id, position(launch.call))
+        bound = launch.function.locals.before(buffer.id, facts.position(launch.call))
     else:
-        attr = self_attribute(buffer)
+        attr = facts.self_attribute(buffer)
         if attr is None:
             return True
-        bound = launch.function.attrs.before(attr, position(launch.call))
-    return bound is None or bound.at < position(guard)
+        bound = launch.function.attrs.before(attr, facts.position(launch.call))
+    return bound is None or bound.at < facts.position(guard)
 
 
 def _compared(guard: ast.AST) -> tuple[ast.expr, ast.expr] | None:
@@ -411,11 +408,11 @@ def _integer(node: ast.expr) -> int | None:
     return None
 
 
-def _is_full_used_len(used: ast.expr, guard, launch: Launch, report: Reporter) -> bool:
+def _is_full_used_len(used: ast.expr, guard, launch: Launch, checker: Checker) -> bool:
     """On every path, ``used`` is the used length through all the draft steps:
     ``draft_kv_indices_used_len(..., num_steps)`` with the step count, or its
     formula (read by value, through locals and branches)."""
-    analysis = report.analysis
+    analysis = checker.analysis
     frame = analysis.frame_of(launch.function)
     stmt = analysis.statement(frame, guard if isinstance(guard, ast.stmt) else used)
     alts = analysis.values(used, frame, stmt)
@@ -423,15 +420,15 @@ def _is_full_used_len(used: ast.expr, guard, launch: Launch, report: Reporter) -
 
 
 def _full(value) -> bool:
-    if isinstance(value, Op) and value.kind == "helper":
+    if isinstance(value, symbolic.Op) and value.kind == "helper":
         if value.info != USED_LEN:
             return False
         steps = value.args[3]
-        return isinstance(steps, Sym) and steps.role is Role.NUM_STEPS
-    tree = build(value, SYMBOLIC)
-    if not isinstance(tree, Sum):
+        return isinstance(steps, symbolic.Sym) and steps.role is Role.NUM_STEPS
+    tree = arith.build(value, symbolic.SYMBOLIC)
+    if not isinstance(tree, arith.Sum):
         return False
-    match = match_used_len(tree)
+    match = formulas.match_used_len(tree)
     if match is None or not match.whole:
         return False
     steps = match.args[3][0]
@@ -445,10 +442,10 @@ _WHAT = "EAGLE draft kv_indices row (size max_bs * topk * max_context_len)"
 
 
 def _fix(
-    cls: ClassFacts, launch: Launch, buffer, report: Reporter
+    cls: ClassFacts, launch: Launch, buffer, checker: Checker
 ) -> tuple[Fix | None, str]:
     function = launch.function
-    at = position(launch.call)
+    at = facts.position(launch.call)
     seq_lens_sum = _bound_name(function, at, "seq_lens_sum", Role.SEQ_LENS_SUM)
     bs = _bound_name(function, at, "bs", None)
     steps = sorted(a for a in cls.attributes if role_of_name(a) is Role.NUM_STEPS)
@@ -464,7 +461,7 @@ def _fix(
     ]
     if missing:
         return None, f"no {' or '.join(missing)} in scope before the launch"
-    instance = instance_name(cls.node, function)
+    instance = scopes.instance_name(cls.node, function)
     if instance is None:
         return None, "no name here reaches the instance (its topk and step count)"
     if _REQUIRED in function.locals:
@@ -476,14 +473,14 @@ def _fix(
     # Only a fix needs it: every check of a draft backend imports this rule.
     from lint_plugin.fix.guard_placement import place_guard
 
-    place = place_guard(function, statement, seq_lens_sum, names, report.source)
+    place = place_guard(function, statement, seq_lens_sum, names, checker.source)
     if place.at is None:
         return None, place.reason
     indent = place.indent
     step = "speculative_num_steps" if "speculative_num_steps" in steps else steps[0]
-    buffer_text = report.source.segment(buffer)
+    buffer_text = checker.source.segment(buffer)
     lines = [
-        f"{_REQUIRED} = {report.settings.spell(USED_LEN)}(",
+        f"{_REQUIRED} = {checker.settings.spell(USED_LEN)}(",
         f"    {seq_lens_sum}, {instance}.{cls.topk_attr}, {bs}, {instance}.{step}",
         ")",
         f"{GUARD}(",
@@ -500,14 +497,14 @@ def _fix(
         # On the branch where the real length is known: a line of its own
         # after the `if`'s body, without the blank line kept before a launch.
         content = place.header + "\n".join(indent + line for line in lines[:-2])
-        start = report.source.index(*place.at)
-        edit = report.edit((start, start), content + "\n")
+        start = checker.source.index(*place.at)
+        edit = checker.edit((start, start), content + "\n")
         return Fix("unsafe", RULE.fix_title or "", (edit,)), ""
     content = "\n".join(indent + line if line else "" for line in lines) + indent
-    start = report.source.index(*place.at)
+    start = checker.source.index(*place.at)
     # Inserted where the launch statement starts: its own indentation stays.
     content = content[len(indent) :]
-    edit = report.edit((start, start), content)
+    edit = checker.edit((start, start), content)
     return Fix("unsafe", RULE.fix_title or "", (edit,)), ""
 
 

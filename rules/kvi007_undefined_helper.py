@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.facts import GUARD, ModuleFacts
-from lint_plugin.engine.formulas import HELPER_SLOTS
-from lint_plugin.engine.package_tree import Home, defines, module_home
-from lint_plugin.engine.reporter import Reporter
-from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
+from lint_plugin.engine.vocabulary import BUFFER_WIDTH, GUARD, HELPERS, USED_LEN, Needs
 from lint_plugin.findings import Fix
+from lint_plugin.lazy import lazy
 from lint_plugin.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.checker import Checker
+    from lint_plugin.engine.package_tree import Home
+
+package_tree = lazy("lint_plugin.engine.package_tree")
 
 # An import of either helper or of the guard.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH, GUARD),),))
@@ -160,25 +164,25 @@ def undefined_home(
 ) -> Home | None:
     """The module of the tree that ``from <module> import <name>`` in ``path``
     names and that does not define ``name``, else None (shared with ``fix``)."""
-    if name in HELPER_SLOTS and not trusted:
+    if name in HELPERS and not trusted:
         return None  # imported from elsewhere: KVI005's finding
-    if name not in HELPER_SLOTS and name != GUARD:
+    if name not in HELPERS and name != GUARD:
         return None
-    home = module_home(module, level, path)
+    home = package_tree.module_home(module, level, path)
     if home is None or home.path == os.path.abspath(path):
         return None
-    return home if defines(home.path, name) is False else None
+    return home if package_tree.defines(home.path, name) is False else None
 
 
-def decide(facts: ModuleFacts, report: Reporter) -> None:
-    for imported in facts.imports:
+def decide(checker: Checker) -> None:
+    for imported in checker.facts.imports:
         statement = imported.statement
         home = undefined_home(
             imported.name,
             statement.module,
             statement.level,
             imported.trusted,
-            report.path,
+            checker.path,
         )
         if home is None:
             continue
@@ -186,6 +190,6 @@ def decide(facts: ModuleFacts, report: Reporter) -> None:
             name=imported.name, module=home.module, shown=home.shown
         )
         title = (RULE.fix_title or "").format(name=imported.name, shown=home.shown)
-        report.add(
-            "KVI007", report.span(imported.alias), message, Fix("safe", title, ())
+        checker.add(
+            "KVI007", checker.span(imported.alias), message, Fix("safe", title, ())
         )

@@ -17,8 +17,8 @@ import pytest
 from lint_plugin import linter
 from lint_plugin.check import pipeline
 from lint_plugin.cli import main
-from lint_plugin.engine.prefilter import SourceError
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
+from lint_plugin.source_files import SourceError
 
 MARKER = re.compile(r"kvi00(\d)_here")
 # One KVI001 for the real engine, at 3:16.

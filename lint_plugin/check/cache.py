@@ -120,7 +120,7 @@ class Cache:
     def get(self, key: str, path: str) -> list[Finding] | None:
         """The findings stored under ``key`` (reported for ``path``), or None
         (also when a file the answer depends on has changed since)."""
-        from lint_plugin.check.files import read_regular_file
+        from lint_plugin.source_files import read_regular_file
 
         # As careful as reading a source: a FIFO or a link to /dev/zero put in
         # the folder must cost a miss, not a hang or the machine's memory.

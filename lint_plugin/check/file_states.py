@@ -181,7 +181,7 @@ def _encode(status: Status) -> bytes:
 
 
 def _read(path: str) -> dict[bytes, bytes]:
-    from lint_plugin.check.files import read_regular_file
+    from lint_plugin.source_files import read_regular_file
 
     data = read_regular_file(path)
     if not isinstance(data, bytes):

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from lint_plugin.config.globs import GitIgnore, PatternList
 from lint_plugin.findings import FileError
 from lint_plugin.records import field, record
+from lint_plugin.source_files import display_path, missing_reason
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
@@ -119,18 +120,6 @@ def is_skipped_folder(path: str) -> bool:
     return name in ALWAYS_SKIPPED or name.endswith(".egg-info") or is_virtualenv(path)
 
 
-def _display(path: str) -> str:
-    # normpath turns "./a.py" and "src//a.py" into what a user would type; the path
-    # stays relative when it was given relative, so output matches the arguments.
-    return os.path.normpath(path)
-
-
-def _missing_reason(path: str) -> str:
-    if os.path.islink(path):
-        return f"broken symbolic link (points to {os.readlink(path)!r})"
-    return "No such file or directory"
-
-
 def _force_excluded(path: str, path_filter: PathFilter) -> bool:
     """With force-exclude: the path, or a folder between it and the configuration's
     folder, is excluded or never walked. Folders above the root are not considered: a
@@ -170,8 +159,8 @@ class _FolderWalk:
         if gitignore is not None and gitignore.ignores(top, True):
             gitignore = None  # an ignored folder named explicitly: walk all of it
         # Below a normal folder every entry's path is normal too: as given
-        # (``_display``'s normpath per file was a tenth of a warm walk).
-        display = _display if top == "." or _display(top) != top else str
+        # (``display_path``'s normpath per file was a tenth of a warm walk).
+        display = display_path if top == "." or display_path(top) != top else str
         pending = [top]
         while pending:
             folder = pending.pop()
@@ -181,7 +170,7 @@ class _FolderWalk:
             except OSError as error:
                 where = error.filename or folder
                 self.found.errors.append(
-                    FileError(_display(where), error.strerror or str(error))
+                    FileError(display_path(where), error.strerror or str(error))
                 )
                 continue
             path_filter = self.filter_for(os.path.join(folder, "_"))
@@ -209,7 +198,7 @@ class _FolderWalk:
                 if entry.is_symlink():
                     if not os.path.exists(path):  # a broken link
                         self.found.errors.append(
-                            FileError(_display(path), _missing_reason(path))
+                            FileError(display_path(path), missing_reason(path))
                         )
                         continue
                     if os.path.isdir(path):  # a link to a folder named like a module
@@ -247,10 +236,10 @@ def discover(
         if os.path.isdir(argument):
             walker.walk(argument)
         elif os.path.exists(argument):
-            found.files.append(_display(argument))
+            found.files.append(display_path(argument))
         else:
             found.errors.append(
-                FileError(_display(argument), _missing_reason(argument))
+                FileError(display_path(argument), missing_reason(argument))
             )
     if len(paths) < 2:
         return found  # one walk lists each file once: links are not followed
@@ -265,77 +254,3 @@ def discover(
             unique.append(path)
     found.files = unique
     return found
-
-
-# No Python source is this large; a path that is (a runaway generated file, a link
-# to /dev/zero) must cost one line, not the machine's memory.
-MAX_SOURCE_BYTES = 16 * 1024 * 1024
-
-
-def read_regular_file(path: str, limit: int | None = None) -> bytes | FileError:
-    """The bytes of a regular file of at most ``limit`` bytes, or why not.
-
-    FIFOs, devices and sockets are refused without blocking (opened non-blocking,
-    judged by ``fstat`` on the open descriptor, so a swap between a check and the
-    open cannot slip one through).
-    """
-    return read_with_status(path, limit)[0]
-
-
-def read_with_status(
-    path: str, limit: int | None = None
-) -> tuple[bytes | FileError, os.stat_result | None]:
-    """``read_regular_file``, and the status of the file read (None when it
-    was not): what :mod:`lint_plugin.check.file_states` records."""
-    import stat
-
-    limit = MAX_SOURCE_BYTES if limit is None else limit
-    try:
-        handle = open(path, "rb", opener=_open_nonblocking)  # noqa: SIM115
-    except FileNotFoundError:
-        return FileError(_display(path), _missing_reason(path)), None
-    except OSError as error:
-        return FileError(_display(path), error.strerror or str(error)), None
-    with handle:
-        status = os.fstat(handle.fileno())
-        mode = status.st_mode
-        if not stat.S_ISREG(mode):
-            reason = f"not a regular file ({_kind(mode)})"
-            return FileError(_display(path), reason), None
-        try:
-            # Ask for the size fstat gives, not the limit: a read of the limit
-            # allocates it for every file, and those short-lived 16 MB blocks
-            # fragment the heap (a whole-package run peaked at 72 MB for it).
-            data = handle.read(min(status.st_size, limit) + 1)
-            if len(data) > status.st_size:  # it grew, or says 0 (/proc)
-                data += handle.read(limit + 1 - len(data))
-        except OSError as error:
-            return FileError(_display(path), error.strerror or str(error)), None
-    if len(data) > limit:
-        return FileError(_display(path), f"larger than {limit:,} bytes, not read"), None
-    return data, status
-
-
-def _open_nonblocking(path: str, flags: int) -> int:
-    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
-
-
-def _kind(mode: int) -> str:
-    import stat
-
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"
-
-
-def read_source(path: str) -> bytes | FileError:
-    """The file's bytes, or why it cannot be read (as a value: one bad file is no reason
-    to stop checking the others)."""
-    return read_regular_file(path)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lint_plugin.check.files import read_with_status
 from lint_plugin.config.selection import Selection
-from lint_plugin.engine.prefilter import SourceError, could_match, decode
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.findings import SYNTAX_ERROR_CODE, FileError, Finding
 from lint_plugin.noqa.directives import may_hold_own_directive, review
+from lint_plugin.prefilter import could_match
 from lint_plugin.records import field, record
+from lint_plugin.source_files import SourceError, decode, read_with_status
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:

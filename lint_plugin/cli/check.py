@@ -77,10 +77,10 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_noqa(result: CheckResult) -> int:
-    from lint_plugin.engine.prefilter import decoded
     from lint_plugin.findings import SYNTAX_ERROR_CODE
     from lint_plugin.fix.atomic import write_atomic
     from lint_plugin.noqa.directives import add_noqa
+    from lint_plugin.source_files import decoded
 
     added = 0
     for report in result.reports:
@@ -243,10 +243,9 @@ def _explain(args: argparse.Namespace) -> int:
     """``check --explain FILE:ROW``: 1 when an allocation there is unsized. An
     argument that is no FILE:ROW is a usage error; a file that cannot be read,
     parsed or holds no allocation at the row, one line (both exit 2)."""
-    from lint_plugin.check.files import read_source
-    from lint_plugin.engine.prefilter import SourceError, decode
     from lint_plugin.explain import NothingToExplain, explain
     from lint_plugin.findings import FileError
+    from lint_plugin.source_files import SourceError, decode, read_source
 
     path, _, row = args.explain.rpartition(":")
     if not path or not row.isdigit() or int(row) < 1:

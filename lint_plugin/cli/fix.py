@@ -25,10 +25,10 @@ if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix run
 def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
     with it), the original when nothing could be fixed; ``--diff``: the diff."""
-    from lint_plugin.engine.prefilter import SourceError, decoded
     from lint_plugin.findings import FileError
     from lint_plugin.fix.diff import unified_diff
     from lint_plugin.fix.rewrite import RewriteRefused, rewrite_text
+    from lint_plugin.source_files import SourceError, decoded
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()

@@ -142,9 +142,27 @@ def _valid(pattern: str) -> bool:
     return True
 
 
+# Validating the configuration must not import pathspec (about 30 ms, it pulls in
+# asyncio): for the repository's own ``"fixtures/expected"`` that doubled a warm
+# run with a configuration. gitignore's grammar (pathspec's, 0.12 and 1.x) rejects
+# only a dangling ``\`` escape and a pattern left empty once its ``!`` and
+# leading ``/`` are taken off (and git drops a bad ``[`` range): a pattern free of
+# ``\``, ``[``, ``]`` and white space that does not start with ``!`` is always
+# accepted. tests/config/test_config_speed.py holds this to pathspec's verdicts.
+_RISKY = frozenset("\\[]")
+
+
+def _surely_valid(pattern: str) -> bool:
+    return (
+        pattern[:1] not in ("", "!")
+        and not (_RISKY & set(pattern))
+        and not any(char.isspace() for char in pattern)
+    )
+
+
 def invalid_patterns(patterns: tuple[str, ...]) -> list[str]:
     """The patterns gitignore's grammar rejects (``!`` alone, a lone ``\\``)."""
-    if all(_plain(p) for p in patterns):
+    if all(_plain(p) or _surely_valid(p.removeprefix("!") or "!") for p in patterns):
         return []
     return [p for p in patterns if not _valid(p.removeprefix("!") or "!")]
 
@@ -152,8 +170,15 @@ def invalid_patterns(patterns: tuple[str, ...]) -> list[str]:
 def key_matches(pattern: str, path: str, root: str) -> bool:
     """A ``per-file-ignores`` key: ``!`` negates the whole pattern (ruff)."""
     if pattern.startswith("!"):
-        return not PatternList((pattern[1:],), root).matches(path)
-    return PatternList((pattern,), root).matches(path)
+        return not _key_list(pattern[1:], root).matches(path)
+    return _key_list(pattern, root).matches(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _key_list(pattern: str, root: str) -> PatternList:
+    # One compiled list per key and root, not one per file and finding: a glob key
+    # (``tests/*``) is a pathspec compilation each time it is built.
+    return PatternList((pattern,), root)
 
 
 # --- .gitignore -----------------------------------------------------------------------

@@ -36,10 +36,10 @@ import os
 import re
 import sys
 
-from lint_plugin.check.files import read_regular_file
 from lint_plugin.findings import FileError
 from lint_plugin.output import OUTPUT_FORMATS
 from lint_plugin.records import record
+from lint_plugin.source_files import read_regular_file
 
 TABLE = "draft-kv-lint"
 FILENAME = "pyproject.toml"
@@ -117,21 +117,6 @@ def _config_in(folder: str) -> str | None:
             print(f"warning: {data}; skipped", file=sys.stderr)
         return None
     return candidate if has_table(data) else None
-
-
-def find_config(start: str = ".") -> str | None:
-    """The nearest configuration file at or above ``start``, or None."""
-    folder = os.path.abspath(start)
-    if not os.path.isdir(folder):
-        folder = os.path.dirname(folder)
-    while True:
-        found = _config_in(folder)
-        if found is not None:
-            return found
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def _parse_toml(data: bytes, path: str) -> dict:

@@ -26,10 +26,12 @@ from lint_plugin.engine.allocations import (
     role_attributes,
 )
 from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
+from lint_plugin.engine.checker import Checker
 from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
     Allocation,
+    Arithmetic,
     Binding,
     Bindings,
     ClassFacts,
@@ -37,7 +39,6 @@ from lint_plugin.engine.facts import (
     HelperBinding,
     HelperCall,
     ImportedName,
-    InlineFormula,
     Launch,
     LazyFunctionFacts,
     ModuleFacts,
@@ -60,7 +61,6 @@ from lint_plugin.engine.module_scope import (
     ModuleScope,
     TreeModuleScope,
 )
-from lint_plugin.engine.reporter import Reporter
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.engine.source import Source
@@ -207,13 +207,12 @@ class _Context:
 
 def walk(
     tree: ast.Module, source: Source, path: str, settings: Settings = DEFAULT_SETTINGS
-) -> tuple[ModuleFacts, Reporter]:
-    """The whole tree's facts and a reporter, nothing decided (``--explain``)."""
+) -> Checker:
+    """The whole tree's facts in a checker, nothing decided (``--explain``)."""
     module = module_of(tree, source, None)
     walker = Walker(source, path, None, settings, module)
     walker.walk(tree)
-    facts = walker.facts
-    return facts, Reporter(source, path, settings, module, facts.helper_names)
+    return Checker(tree, source, path, settings, module, walker.facts)
 
 
 def module_of(tree, source: Source, module: ModuleScope | None) -> ModuleScope:
@@ -405,7 +404,7 @@ class Walker:
             self.facts, self._filling = real, None
         if (
             any(c.allocations or c.launches for c in (own_class, *own.classes))
-            or own.formulas
+            or any(next(find_formula_matches(a.expr), None) for a in own.arithmetic)
             or own.helper_calls
             or own.helper_bindings
             or own.imports
@@ -547,12 +546,13 @@ class Walker:
         ):
             cls.calls.append(Allocation(call, function, self.targets.get(id(call))))
 
-    # ---- the inline formulas (KVI001 / KVI002 report them) -------------------
+    # ---- arithmetic (KVI001 / KVI002 match their formulas in it) ------------
 
     def _check_arith(self, node: ast.AST, ctx: _Context) -> None:
         aliases = ctx.scope.aliases if ctx.scope else {}
-        for match in find_formula_matches(build(node, AST, aliases)):
-            self.facts.formulas.append(InlineFormula(match, ctx.annotation))
+        self.facts.arithmetic.append(
+            Arithmetic(build(node, AST, aliases), ctx.annotation)
+        )
 
 
 def _scope(

@@ -9,7 +9,7 @@ node it came from, so a front end can point at it or take its source text.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.records import record
@@ -56,6 +56,19 @@ class Adapter:
     binop: Callable[[object], tuple[str, object, object] | None]
     name: Callable[[object], str | None]
     integer: Callable[[object], int | None]
+
+
+def subexpressions(expr: Expr) -> Iterator[Sum | Product]:
+    """``expr`` and the sums and products inside it, outermost first (a sum's
+    terms and a product's factors, in order; a leaf holds none)."""
+    if isinstance(expr, Sum):
+        yield expr
+        for term in expr.terms:
+            yield from subexpressions(term.expr)
+    elif isinstance(expr, Product):
+        yield expr
+        for factor in expr.factors:
+            yield from subexpressions(factor)
 
 
 def build(node: object, adapter: Adapter, aliases: Mapping[str, Role] = {}) -> Expr:

@@ -26,7 +26,7 @@ from lint_plugin.records import field, record
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
-    from lint_plugin.engine.formulas import FormulaMatch
+    from lint_plugin.engine.arith import Expr
 
 GUARD = vocabulary.GUARD
 
@@ -328,18 +328,21 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
 
 
 @record(eq=False)
-class InlineFormula:
-    """An expression matching a helper's formula, as the walk met it."""
+class Arithmetic:
+    """An arithmetic expression of a statement that names a role, flattened
+    (its outermost ``+``/``*``; the sums and products inside it are its
+    ``arith.subexpressions``), as the walk met it: KVI001 and KVI002 match
+    their formulas in it."""
 
-    match: FormulaMatch
+    expr: Expr
     in_annotation: bool  # its text is kept by the program (no fix)
 
 
 @record(eq=False)
 class ModuleFacts:
     classes: list[ClassFacts] = field(default_factory=list)
-    # The inline formulas matched, in the order of the walk (KVI001, KVI002).
-    formulas: list[InlineFormula] = field(default_factory=list)
+    # The arithmetic of the rows a rule reads, in the order of the walk.
+    arithmetic: list[Arithmetic] = field(default_factory=list)
     # Names the helpers are called by here: their own, and trusted import aliases.
     helper_names: dict[str, str] = field(default_factory=helper_names)
     helper_calls: list[HelperCall] = field(default_factory=list)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from lint_plugin.engine.arith import Expr, Leaf, Product, Sum
+from lint_plugin.engine.arith import Expr, Leaf, Product, Sum, subexpressions
 from lint_plugin.engine.roles import Role
 from lint_plugin.engine.vocabulary import (
     BUFFER_WIDTH as BUFFER_WIDTH,  # the rules' words
@@ -87,18 +87,10 @@ class FormulaMatch:
 
 def find_formula_matches(expr: Expr) -> Iterator[FormulaMatch]:
     """Every inline helper formula in ``expr`` and its sub-expressions."""
-    if isinstance(expr, Sum):
-        match = match_used_len(expr)
+    for sub in subexpressions(expr):
+        match = match_used_len(sub) if isinstance(sub, Sum) else match_buffer_width(sub)
         if match is not None:
             yield match
-        for term in expr.terms:
-            yield from find_formula_matches(term.expr)
-    elif isinstance(expr, Product):
-        match = match_buffer_width(expr)
-        if match is not None:
-            yield match
-        for factor in expr.factors:
-            yield from find_formula_matches(factor)
 
 
 def match_used_len(expr: Sum) -> FormulaMatch | None:

@@ -92,7 +92,7 @@ _MAX_BYTES = 16 * 1024 * 1024
 
 
 def _read(path: str) -> bytes | None:
-    from lint_plugin.check.files import read_regular_file
+    from lint_plugin.source_files import read_regular_file
 
     data = read_regular_file(path, _MAX_BYTES)
     return data if isinstance(data, bytes) else None
@@ -155,7 +155,7 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
 def module_text(path: str) -> str | None:
     """The text of the module at ``path`` (read and logged as every file
     consulted is), or None when it cannot be read or decoded."""
-    from lint_plugin.engine.prefilter import SourceError, decode
+    from lint_plugin.source_files import SourceError, decode
 
     data = _read(path)
     _note(path, MISSING if data is None else _digest(data))
@@ -251,7 +251,7 @@ def _may_bind_inside(data: bytes) -> bool:
     if not data.isascii():
         import unicodedata
 
-        from lint_plugin.engine.prefilter import SourceError, decode
+        from lint_plugin.source_files import SourceError, decode
 
         try:
             text = unicodedata.normalize("NFKC", decode(data))
@@ -270,9 +270,9 @@ def _names_without_bodies(data: bytes) -> frozenset[str] | None:
     import warnings
 
     from lint_plugin.engine.lazy_methods import Deferred, is_async_def, skeleton
-    from lint_plugin.engine.prefilter import SourceError, decode
     from lint_plugin.engine.scan import Layout, StringSpans
     from lint_plugin.engine.source import normalised
+    from lint_plugin.source_files import SourceError, decode
 
     try:
         text = normalised(decode(data))

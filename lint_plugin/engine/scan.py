@@ -18,27 +18,24 @@ from collections.abc import Callable
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.facts import read_whole
-from lint_plugin.engine.prefilter import (
-    SourceError as SourceError,  # callers catch it here
-)
 from lint_plugin.engine.source import occurrences, rows_matching, rows_of
 
 # The words are the rules' own (lint_plugin.engine.vocabulary): every finding needs one
 # of the region seeds in the file; a region is parsed only if it also names the
 # rest of a clause (or is a class read whole); rows naming a row word are walked.
-_SEEDS = vocabulary.region_seeds()
-_INTEREST_TEXT = _SEEDS
-_ROW_WORDS = vocabulary.row_words()
-_ROW_INTEREST = _ROW_WORDS  # a pattern put in its place (tests) is searched as one
-_SECOND_ROLE = vocabulary.second_words()
+# None: those words; a pattern put in their place (tests) is searched as one.
+_INTEREST_TEXT: re.Pattern[str] | None = None
+_ROW_INTEREST: re.Pattern[str] | None = None
+_SECOND_ROLE: re.Pattern[str] | None = None
 _BLOCK = vocabulary.BLOCK_HEAD
 
 
 def interesting_rows(text: str, aliases: tuple[str, ...] = ()) -> list[int]:
     """1-based rows of ``text`` holding a word some finding needs (``aliases``:
     other names the file imports the helpers under, see ``helper_aliases``)."""
-    if aliases or _ROW_INTEREST is not _ROW_WORDS:
-        return rows_matching(_with_aliases(_ROW_INTEREST, aliases), text)
+    if aliases or _ROW_INTEREST is not None:
+        pattern = _ROW_INTEREST or vocabulary.row_words()
+        return rows_matching(_with_aliases(pattern, aliases), text)
     return rows_of(text, occurrences(text, vocabulary.row_word_list()))
 
 
@@ -65,7 +62,7 @@ def regions(
     if layout is None:
         layout = Layout(text, lines, StringSpans(text), aliases)
     strings = layout.strings
-    second_role = _with_aliases(_SECOND_ROLE, aliases)
+    second_role = _with_aliases(_SECOND_ROLE or vocabulary.second_words(), aliases)
     spans: list[tuple[int, int]] = []
     row = counted = 0
     for start in _seed_starts(text, aliases):
@@ -102,8 +99,8 @@ def _seed_starts(text: str, aliases: tuple[str, ...]) -> list[int]:
     ``str.find`` (``source.occurrences``); overlapping finds add offsets on
     rows already found, which the caller skips. Aliases, or another pattern put
     in the seeds' place, are searched as a pattern."""
-    if aliases or _INTEREST_TEXT is not _SEEDS:
-        pattern = _with_aliases(_INTEREST_TEXT, aliases)
+    if aliases or _INTEREST_TEXT is not None:
+        pattern = _with_aliases(_INTEREST_TEXT or vocabulary.region_seeds(), aliases)
         return [match.start() for match in pattern.finditer(text)]
     return occurrences(text, vocabulary.region_seed_words())
 

@@ -209,7 +209,7 @@ def _answer(
     import os
     import sys
 
-    from lint_plugin.engine.prefilter import SourceError, decode
+    from lint_plugin.source_files import SourceError, decode
 
     if sys.getrecursionlimit() < RECURSION_LIMIT:
         sys.setrecursionlimit(RECURSION_LIMIT)

@@ -17,11 +17,11 @@ its facts there. From those alone come:
 So a new context-sized role is one entry in ``roles.ROLES``: KVI003's context group
 is every context-sized role, and every filter follows.
 
-The rule modules are the engine's: a run answered from the cache imports none of
-them, and needs only the byte test. :func:`declared` therefore reads their
-declarations from their text (:mod:`lint_plugin.engine.declared`), as
-``lint_plugin.codes`` reads their codes from their names, and the catalogue checks
-at import that what was read is what each module holds.
+The rules decide with the engine, so the engine never imports them: the
+catalogue (``lint_plugin.rules``) hands their declarations to :func:`declare`
+when it is imported, which every front end does before it asks a filter. A rule
+module imports what it decides with lazily (:mod:`lint_plugin.lazy`), so the
+declarations cost no engine import on a run that parses nothing.
 """
 
 from __future__ import annotations
@@ -83,13 +83,25 @@ ALLOCATOR_WORDS = (
 )
 
 
-@functools.lru_cache(maxsize=1)
-def declared() -> dict[str, Needs]:
-    """Every rule's ``NEEDS``, by code: read from the rule modules' text
-    (:mod:`lint_plugin.engine.declared`), never by importing them."""
-    from lint_plugin.engine.declared import read_declared
+_DECLARED: dict[str, Needs] = {}
 
-    return read_declared()
+
+def declare(needs: dict[str, Needs]) -> None:
+    """The rules' ``NEEDS``, by code: the catalogue (``lint_plugin.rules``)
+    declares them when it is imported. The engine never imports the rules
+    (they decide with it); every front end imports the catalogue first."""
+    if _DECLARED and needs != _DECLARED:
+        raise ValueError("the rules' NEEDS are declared once")
+    _DECLARED.update(needs)
+
+
+def declared() -> dict[str, Needs]:
+    """Every rule's ``NEEDS``, by code, as the catalogue declared them."""
+    if not _DECLARED:
+        raise RuntimeError(
+            "no rule declared its NEEDS: import lint_plugin.rules before the engine"
+        )
+    return _DECLARED
 
 
 def words(group: Iterable[Word]) -> tuple[str, ...]:

@@ -31,14 +31,14 @@ import re
 import sys
 from collections.abc import Sequence
 
-from lint_plugin.check.files import read_regular_file
-from lint_plugin.engine.prefilter import SourceError, could_match, decoded
 from lint_plugin.engine.source import normalised
 from lint_plugin.findings import FileError
 from lint_plugin.fix.collection import released
 from lint_plugin.noqa.directives import may_hold_own_directive
+from lint_plugin.prefilter import could_match
 from lint_plugin.printable import printable
 from lint_plugin.records import record
+from lint_plugin.source_files import SourceError, decoded, read_regular_file
 
 # The rewriter, its gate, the diff and the atomic write are imported by the
 # first file that needs them: a run over files no rule can match (the commit a

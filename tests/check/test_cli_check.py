@@ -660,13 +660,19 @@ def test_entry_point_and_lazy_imports(tmp_path):
 @pytest.mark.parametrize("cache", ["--no-cache", "--cache-dir=cache", "--statistics"])
 def test_files_no_rule_can_match_never_import_the_engine(tmp_path, cache):
     """A commit that touches no backend: the byte test dismisses its files, and
-    neither the engine nor the rules are imported, with the cache or without,
-    or for --statistics (the engine's notes, never cached). A file that can
-    match imports them (the probe sees imports)."""
+    the engine is not imported (the rules' declarations are read, the modules
+    they decide with are not run), with the cache or without, or for
+    --statistics (the engine's notes, never cached). A file that can match
+    imports them (the probe sees imports)."""
     write(tmp_path / "a.py", "x = 1\n")
     write(tmp_path / "b.py", REAL_KVI001)
-    engine = ("lint_plugin.linter", "lint_plugin.rules")
-    for name, imported, status in (("a.py", [], "0"), ("b.py", list(engine), "1")):
+    engine = (
+        "lint_plugin.linter",
+        "lint_plugin.engine.analysis",
+        "lint_plugin.engine.formulas",
+        "lint_plugin.engine.flow.row_sizing",
+    )
+    for name, imported, status in (("a.py", [], "0"), ("b.py", sorted(engine), "1")):
         body = f"from lint_plugin.cli import main\n_result = main(['check', {cache!r}, {name!r}])"
         assert imported_by(body, engine, cwd=tmp_path) == (imported, status)
 
@@ -675,8 +681,7 @@ def test_files_no_rule_can_match_never_import_the_engine(tmp_path, cache):
 def test_a_warm_run_over_files_it_knows_asks_no_byte_test(tmp_path, files):
     """Only a file the byte test let through is ever stored, so a stored entry
     answers for it: a warm run over files the cache knows neither runs the byte
-    test nor builds the plan it needs (the rules' declarations, read from their
-    text). A file the cache does not know is asked, and answered as before."""
+    test nor builds the plan it needs (the rules' declarations). A file the cache does not know is asked, and answered as before."""
     write(tmp_path / "a.py", "x = 1\n")
     write(tmp_path / "b.py", REAL_KVI001)
     write(tmp_path / "c.py", "y = seq_lens_sum * self.topk\n")  # a candidate
@@ -818,9 +823,9 @@ def test_the_launch_rule_is_computed_once_for_every_selection(
     computed: list[str] = []
 
     def counted(code, decide):
-        def wrapper(facts, report):
-            computed.append(report.path)
-            return decide(facts, report)
+        def wrapper(checker):
+            computed.append(checker.path)
+            return decide(checker)
 
         return (code, wrapper if code == "KVI006" else decide)
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from lint_plugin.check import files
+from lint_plugin import source_files as files
 from lint_plugin.findings import FileError
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lint_plugin.check import files
+from lint_plugin import source_files as files
 from lint_plugin.cli import main
 
 SITE = (

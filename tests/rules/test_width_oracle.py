@@ -54,7 +54,6 @@ from lint_plugin.engine.source import Source
 from lint_plugin.flake8_plugin import KviChecker
 from lint_plugin.linter import lint_source
 from lint_plugin.rules import DECISIONS
-from lint_plugin.rules._inline_formulas import report_inline_formulas
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
 EXAMPLES = int(os.environ.get("DRAFT_KV_LINT_ORACLE", "2000"))
@@ -147,8 +146,8 @@ def test_the_oracle_runs_the_other_bodies_of_lib_width() -> None:
     witness = {"role:topk": 2, "role:num_seqs": 1, "role:max_context_len": 1}
     assert _unsized_at(cls, program, witness)
     assert _unsized_in_other_variants(cls, program)
-    facts, reporter = walk(ast.parse(OPAQUE_BRANCH), Source(OPAQUE_BRANCH), "gen.py")
-    (judgement,) = row_sizing.judgements(facts, reporter.analysis)
+    checker = walk(ast.parse(OPAQUE_BRANCH), Source(OPAQUE_BRANCH), "gen.py")
+    (judgement,) = row_sizing.judgements(checker.facts, checker.analysis)
     assert judgement.verdict == row_sizing.UNSIZED
 
 
@@ -176,12 +175,11 @@ def test_widths_agree_with_execution(shard: int, request) -> None:
         unsized = any(w < needed(b) for b, w in reached)
         COUNTS["truly unsized" if unsized else "truly sized"] += 1
 
-        facts, reporter = walk(ast.parse(text), Source(text), "gen.py")
-        found = row_sizing.judgements(facts, reporter.analysis)
-        report_inline_formulas(facts, reporter)
+        checker = walk(ast.parse(text), Source(text), "gen.py")
+        found = row_sizing.judgements(checker.facts, checker.analysis)
         for _, decide in DECISIONS:
-            decide(facts, reporter)
-        whole = reporter.findings
+            decide(checker)
+        whole = checker.findings
         if COUNTS["programs"] % 2 == 0:  # check's regions, on half of them
             assert _key(lint_source(text.encode(), "gen.py")) == _key(whole), text
         if COUNTS["programs"] % 5 == 0:  # flake8's own path, on a fifth of them

@@ -1,49 +1,63 @@
-"""What a rule decides with and reports through, for one parsed tree.
+"""What every rule decides through, for one parsed tree: the rule API.
 
-The walk (:mod:`lint_plugin.engine.analysis`) gathers facts; each rule's
-``decide(facts, reporter)`` reads them, asks the width analysis for values, and
-adds findings (or notes: what it could not judge) here. Positions are the tree's
-source offsets, turned into the file's rows and columns.
+As ruff's ``Checker`` or Fixit's ``LintRule`` context: the tree walked (the
+whole module, or a region ``check`` parsed) and its source, the file's
+module-level statements (``module``: what a value may flow from outside the
+tree), the facts the walk gathered (:mod:`lint_plugin.engine.facts`), the
+values of an expression on each path (``analysis``:
+:mod:`lint_plugin.engine.flow.widths`), and the reporter: findings, and notes
+(what a rule could not judge). A rule with a question the facts do not answer
+asks the tree itself, in its own module. Positions are the tree's source
+offsets, turned into the file's rows and columns.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from lint_plugin.engine.flow.widths import Analysis
-from lint_plugin.engine.module_scope import ModuleScope
-from lint_plugin.engine.settings import Settings
-from lint_plugin.engine.source import Source
 from lint_plugin.findings import Edit, Finding, Fix
+
+if TYPE_CHECKING:
+    from lint_plugin.engine.facts import ModuleFacts
+    from lint_plugin.engine.flow.widths import Analysis
+    from lint_plugin.engine.module_scope import ModuleScope
+    from lint_plugin.engine.settings import Settings
+    from lint_plugin.engine.source import Source
 
 Span = tuple[int, int]
 
 
-class Reporter:
-    """The findings and notes of one tree, and what rules read to decide."""
+class Checker:
+    """One tree's facts and findings, and what a rule reads to decide."""
 
     def __init__(
         self,
+        tree: ast.AST,
         source: Source,
         path: str,
         settings: Settings,
         module: ModuleScope,
-        helper_names: dict[str, str],
+        facts: ModuleFacts,
     ) -> None:
+        self.tree = tree
         self.source = source
         self.path = path
         self.settings = settings
+        self.module = module
+        self.facts = facts
         self.findings: list[Finding] = []
         self.notes: list[Finding] = []
-        self._module = module
-        self._helper_names = helper_names
         self._analysis: Analysis | None = None
 
     @property
     def analysis(self) -> Analysis:
-        """The values of this tree, computed as the rules ask for them."""
+        """The values of this tree's expressions on each path, computed as the
+        rules ask for them."""
         if self._analysis is None:
-            self._analysis = Analysis(self._module, self._helper_names, self.source)
+            from lint_plugin.engine.flow.widths import Analysis
+
+            self._analysis = Analysis(self.module, self.facts.helper_names, self.source)
         return self._analysis
 
     def span(self, node: ast.AST) -> Span:
@@ -55,6 +69,7 @@ class Reporter:
         return Edit(content, row, column, end_row, end_column)
 
     def add(self, code: str, span: Span, message: str, fix: Fix | None = None) -> None:
+        """Report a finding of ``code`` over ``span``."""
         row, column = self.source.position(span[0])
         end_row, end_column = self.source.position(span[1])
         self.findings.append(
