@@ -74,7 +74,7 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
             self.warn(warning)
         if not result.changed:
             return tree
-        from lint_plugin.fix.command import restore_line_endings
+        from lint_plugin.fix.file_text import restore_line_endings
 
         return cst.parse_module(restore_line_endings(original, text, result.text))
 

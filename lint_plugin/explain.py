@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from lint_plugin import envelope
 from lint_plugin.engine.analysis import walk
-from lint_plugin.engine.flow import row_sizing, symbolic
+from lint_plugin.engine.flow import per_step_rows, row_sizing, symbolic
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.rules import DECISIONS
@@ -37,7 +37,7 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     facts = checker.facts
     lines: list[str] = []
     verdicts: list[str] = []
-    inner = row_sizing.InnerCalls(checker.analysis, facts)
+    inner = per_step_rows.InnerCalls(checker.analysis, facts)
     unguarded = _unguarded_rows(checker)
     for cls in facts.classes:
         # A call of a function of the file that allocates is shown when what

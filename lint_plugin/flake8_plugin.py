@@ -99,7 +99,7 @@ def _statements_around(
 ) -> Iterator[ast.AST]:
     """The statements holding ``rows``; a class only as a whole when ``check``
     reads it whole too (a possible draft backend, or one calling a helper)."""
-    from lint_plugin.engine.facts import read_whole
+    from lint_plugin.engine.draft_backend import read_whole
 
     for stmt in body:
         # A decorated def or class starts at its first decorator's row.

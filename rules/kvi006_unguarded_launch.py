@@ -471,7 +471,7 @@ def _fix(
         return None, "the launch is not a statement of its own"
     names = [bs] + ([buffer.id] if isinstance(buffer, ast.Name) else [])
     # Only a fix needs it: every check of a draft backend imports this rule.
-    from lint_plugin.fix.guard_placement import place_guard
+    from lint_plugin.rules._guard_placement import place_guard
 
     place = place_guard(function, statement, seq_lens_sum, names, checker.source)
     if place.at is None:

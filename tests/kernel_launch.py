@@ -1,7 +1,7 @@
 """Run upstream's index kernel (interpreted, CPU) on a recording buffer.
 
-The oracle the derived extent is held to: nothing of :mod:`lint_plugin.proof.extent`
-or :mod:`~lint_plugin.proof.fit` is used here. The kernel is cut out of the
+The oracle the derived extent is held to: nothing of :mod:`lint_plugin.proof.fit.extent`
+or :mod:`~lint_plugin.proof.fit.judge` is used here. The kernel is cut out of the
 release's text and jitted (:mod:`lint_plugin.proof.triton_source`), every argument
 is bound by its name (each release's signature takes a subset), and ``kv_indices``
 is a row far wider than anything the launch could write, filled with a sentinel:

@@ -31,11 +31,7 @@ import re
 
 from lint_plugin.engine.settings import Settings
 from lint_plugin.findings import Edit, Finding, Fix
-from lint_plugin.fix.held_signals import held
-
-TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
-if TYPE_CHECKING:
-    from lint_plugin.check.file_states import FileStates
+from lint_plugin.held_signals import held
 
 FOLDER_NAME = ".draft_kv_lint_cache"
 NO_CACHE_VARIABLE = "DRAFT_KV_LINT_NO_CACHE"
@@ -153,14 +149,6 @@ class Cache:
         if not self.prepare():
             return
         store(os.path.join(self.folder, key), _encode(key, findings, depends))
-
-    def file_states(self) -> FileStates:
-        """The statuses of the files found to hold nothing, for this build."""
-        import time
-
-        from lint_plugin.check.file_states import FileStates
-
-        return FileStates(self.folder, time.time_ns())
 
     def prepare(self) -> bool:
         """Create the folders once; mark the cache folder only if this tool made it."""

@@ -55,6 +55,14 @@ def status_of(stat: os.stat_result) -> Status:
 class FileStates:
     """The recorded statuses of the files that held nothing, under ``folder``."""
 
+    @classmethod
+    def for_run(cls, folder: str) -> FileStates:
+        """The statuses kept in the cache ``folder``, for a run starting now
+        (the margin counts from here, not from when a file is recorded)."""
+        import time
+
+        return cls(folder, time.time_ns())
+
     def __init__(self, folder: str, now_ns: int) -> None:
         self.path = os.path.join(folder, f"{NAME}-{_reader()}")
         self._cwd = os.getcwd()

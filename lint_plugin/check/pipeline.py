@@ -207,9 +207,12 @@ def check_files(
 def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
     if notes:
         cache = None
-    states = cache.file_states() if cache is not None else None
-    if states is None:
+    if cache is None:
         return _check_fresh(paths, selection, settings, cache, notes, None)
+    from lint_plugin.check.file_states import FileStates
+
+    # The statuses of the files found to hold nothing, for this build.
+    states = FileStates.for_run(cache.folder)
     # Files unchanged since they held nothing are not read again.
     fresh = states.changed(paths)
     result = _check_fresh(fresh, selection, settings, cache, notes, states)

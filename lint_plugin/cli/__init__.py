@@ -40,14 +40,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from lint_plugin.cli.common import RunError, UsageError, print_error
+from lint_plugin.cli.common import print_error
+from lint_plugin.errors import RunError, UsageError
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 if TYPE_CHECKING:
     import argparse
 
-# `from lint_plugin.cli import UsageError` (prove's), as before the split.
-__all__ = ["RunError", "UsageError", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

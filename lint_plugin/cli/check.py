@@ -10,8 +10,6 @@ import sys
 from lint_plugin.cli.common import (
     QUICK_COMMON,
     Plan,
-    RunError,
-    UsageError,
     load_plan,
     print_file_errors,
     print_warning,
@@ -20,6 +18,7 @@ from lint_plugin.cli.common import (
 )
 from lint_plugin.cli.quick import VALUE, Command, Option, switch
 from lint_plugin.engine.source import normalised
+from lint_plugin.errors import RunError, UsageError
 from lint_plugin.output import OUTPUT_FORMATS
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lint_plugin.cli.common import PROG, RunError, print_error
+from lint_plugin.cli.common import PROG, print_error
+from lint_plugin.errors import RunError
 
 
 def add_clean_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from lint_plugin.cli.quick import APPEND, EXTEND, FLAG, VALUE, Option, switch
+from lint_plugin.errors import RunError, UsageError
 from lint_plugin.records import record
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
@@ -24,15 +25,6 @@ if TYPE_CHECKING:  # imported for annotations only: keeps startup lean
 
 
 PROG = "draft-kv-lint"
-
-
-class RunError(Exception):
-    """A run that cannot start (a bad configuration, an output file that cannot be
-    written): one line on stderr, exit status 2, no traceback."""
-
-
-class UsageError(RunError):
-    """A mistake on the command line: the subcommand's usage, then one line."""
 
 
 def print_error(message: str) -> None:

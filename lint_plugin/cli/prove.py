@@ -1,5 +1,5 @@
 """``draft-kv-lint prove``: its arguments; the proof itself is
-:mod:`lint_plugin.prove`, imported only when the command runs."""
+:mod:`lint_plugin.proof.prove`, imported only when the command runs."""
 
 from __future__ import annotations
 
@@ -69,6 +69,6 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run_prove(args: argparse.Namespace) -> int:
     # The proof's code is read only when it runs: every `check` builds this parser.
-    from lint_plugin.prove import run_prove as run
+    from lint_plugin.proof.prove import run_prove as run
 
     return run(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from lint_plugin.cli.common import UsageError
+from lint_plugin.errors import UsageError
 
 
 def add_rule_parser(subparsers: argparse._SubParsersAction) -> None:

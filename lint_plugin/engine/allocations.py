@@ -8,17 +8,12 @@ import functools
 import re
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.roles import Role
 from lint_plugin.records import record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lint_plugin.engine.module_scope import ModuleScope
-
-# A class is a multi-step draft backend when its name says so, whatever the prefix:
-# FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future
-# FooDraftMultiStepBackend.
-DRAFT_CLASS = re.compile(r"\w*(?:MultiStep\w*Draft|Draft\w*MultiStep)\w*")
 
 _TORCH_ALLOCATORS = frozenset(vocabulary.ALLOCATOR_WORDS) - {
     n for n in vocabulary.ALLOCATOR_WORDS if n.startswith("new_")
@@ -190,39 +185,6 @@ def may_call_allocating(func: ast.expr, names: frozenset[str]) -> bool:
     )
 
 
-def is_draft_backend_class(name: str) -> bool:
-    return DRAFT_CLASS.fullmatch(name) is not None
-
-
-def named_draft_backend(node: ast.ClassDef) -> bool:
-    """Is the class named like a multi-step draft backend, or does it name one
-    as a base (``class EagleDraftRunner(TritonMultiStepDraftBackend)``)? Such a
-    class keeps the topk and step count its bases keep."""
-    if is_draft_backend_class(node.name):
-        return True
-    for base in node.bases:
-        name = getattr(base, "id", None) or getattr(base, "attr", None)
-        if name is not None and is_draft_backend_class(name):
-            return True
-    return False
-
-
-def header_names_draft_backend(class_text: str) -> bool:
-    """``named_draft_backend`` read on the class's text: a superset (any word
-    of its header, up to the colon that ends it, matching the name)."""
-    depth = 0
-    for index, char in enumerate(class_text):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char in "\"'#":
-            break  # a string or comment in the header: search the whole class
-        elif char == ":" and depth <= 0:
-            return DRAFT_CLASS.search(class_text, 0, index) is not None
-    return DRAFT_CLASS.search(class_text) is not None
-
-
 def is_allocation(call: ast.Call, aliases: frozenset[str] = frozenset()) -> bool:
     """May ``call`` allocate a tensor (the width analysis reads what it calls):
     ``torch.zeros``, ``th.empty``, ``buf.new_zeros``, ``zeros`` (imported), an
@@ -237,99 +199,3 @@ def is_allocation(call: ast.Call, aliases: frozenset[str] = frozenset()) -> bool
     if isinstance(func, ast.Name):
         return func.id in _TORCH_ALLOCATORS or func.id in aliases
     return False
-
-
-# The facts' own test (ClassFacts.is_draft_backend) read on the class's text: it
-# keeps a topk (`self.<...topk>`) and a draft step count (`self.<...num_steps>`)
-# or names the index kernel. The class is then walked whole and the facts decide.
-# A superset of what the facts accept (a launch names the kernel; a name match is
-# the caller's), so that check's shortcuts lose nothing.
-KERNEL = vocabulary.KERNEL
-# `self.<...topk>` and `self.<...num_steps>`: the only attributes whose names the
-# rules read (built from roles.py's anchors for those roles).
-_SELF_ROLE_ATTRIBUTE = vocabulary.self_role_pattern((Role.TOPK, Role.NUM_STEPS))
-_TOPK_WORDS = vocabulary.words((Role.TOPK,))
-
-
-def role_attributes(text: str) -> set[str]:
-    """The names of every ``self.<name>`` in ``text`` that is a topk or a draft
-    step count."""
-    found = set()
-    for match in _SELF_ROLE_ATTRIBUTE.finditer(text):
-        start = match.start()
-        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            continue  # `myself.topk`
-        if role_of_name(match.group(1)) in (Role.TOPK, Role.NUM_STEPS):
-            found.add(match.group(1))
-    return found
-
-
-def inherited_role_attributes(node: ast.ClassDef, module, path: str) -> set[str]:
-    """The topk and step-count attributes that the classes ``node`` names as
-    its bases keep, and their bases in turn: a base defined at the top of the
-    file (``module``, a ``ModuleScope``; every class of that name, as a class
-    statement may be run again), or imported at the top of it from a module of
-    the same source tree (``path``: the file's, as KVI007 finds such modules).
-    A base named otherwise (``mod.Base``) or living outside the tree is not
-    read."""
-    found: set[str] = set()
-    pending = [(b.id, module, path) for b in node.bases if isinstance(b, ast.Name)]
-    seen = {(node.name, path)}
-    while pending:
-        name, scope, where = pending.pop()
-        if (name, where) in seen:
-            continue
-        seen.add((name, where))
-        for statement in scope.statements(name):
-            block = scope.block(statement)
-            if isinstance(block, ast.ClassDef) and block.name == name:
-                found |= role_attributes(_class_text(scope, block))
-                pending += [
-                    (b.id, scope, where) for b in block.bases if isinstance(b, ast.Name)
-                ]
-            elif isinstance(block, ast.ImportFrom):
-                pending += _imported_classes(block, name, where)
-    return found
-
-
-def _class_text(scope, block: ast.ClassDef) -> str:
-    """The rows of ``block``, from the lines of a scope read from text (no
-    index of the whole file's offsets), else from its source."""
-    lines = getattr(scope, "lines", None)
-    if lines is None:
-        return scope.source.segment(block)
-    return "\n".join(lines[block.lineno - 1 : block.end_lineno])
-
-
-def _imported_classes(statement: ast.ImportFrom, name: str, path: str) -> list:
-    """``(class name, module scope, path)`` of the module of the tree that
-    ``statement`` imports ``name`` from, if it does. That module is read as
-    ``check`` reads a file: only the blocks asked for are parsed."""
-    from lint_plugin.engine import package_tree, scan
-    from lint_plugin.engine.module_scope import TextModuleScope
-    from lint_plugin.engine.source import normalised
-
-    for alias in statement.names:
-        if (alias.asname or alias.name) != name:
-            continue
-        home = package_tree.module_home(statement.module, statement.level, path)
-        text = package_tree.module_text(home.path) if home is not None else None
-        if text is not None:
-            text = normalised(text)
-            lines = text.split("\n")
-            layout = scan.Layout(text, lines, scan.StringSpans(text))
-            scope = TextModuleScope(text, lines, layout.top_level_blocks)
-            return [(alias.name, scope, home.path)]
-    return []
-
-
-def may_be_draft_backend(class_text: str, attributes: set[str] | None = None) -> bool:
-    """``attributes``: the text's ``role_attributes``, when the caller has them."""
-    if not any(word in class_text for word in _TOPK_WORDS):
-        return False
-    if attributes is None:
-        attributes = role_attributes(class_text)
-    roles = {role_of_name(a) for a in attributes}
-    if Role.TOPK not in roles:
-        return False
-    return Role.NUM_STEPS in roles or KERNEL in class_text

@@ -14,19 +14,22 @@ import itertools
 from collections import deque
 from collections.abc import Sequence
 
+from lint_plugin import bindings
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
     file_allocating_functions,
     file_allocator_aliases,
-    inherited_role_attributes,
     is_allocation,
-    may_be_draft_backend,
     may_call_allocating,
+)
+from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
+from lint_plugin.engine.bases import inherited_role_attributes
+from lint_plugin.engine.checker import Checker
+from lint_plugin.engine.draft_backend import (
+    may_be_draft_backend,
     named_draft_backend,
     role_attributes,
 )
-from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
-from lint_plugin.engine.checker import Checker
 from lint_plugin.engine.facts import (
     GUARD,
     KERNEL,
@@ -42,6 +45,7 @@ from lint_plugin.engine.facts import (
     Launch,
     LazyFunctionFacts,
     ModuleFacts,
+    helper_aliases,
     position,
     self_attribute,
 )
@@ -63,7 +67,7 @@ from lint_plugin.engine.module_scope import (
 )
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
-from lint_plugin.engine.source import Source
+from lint_plugin.engine.source import Source, occurrences, rows_of
 from lint_plugin.records import field, record
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -236,7 +240,10 @@ class Walker:
         rows: Sequence[int] | None,
         settings: Settings = DEFAULT_SETTINGS,
         module: ModuleScope | None = None,
+        aliases: tuple[str, ...] | None = None,
     ) -> None:
+        """``aliases``: the names the file may import a helper under
+        (``facts.helper_aliases`` of its whole text; None: of ``source``'s)."""
         self.source = source
         self.path = path
         self.rows = rows
@@ -248,6 +255,10 @@ class Walker:
         self._filling: LazyFunctionFacts | None = None  # a deferred method walked
         self._aliases: frozenset[str] | None = None
         self._allocating: frozenset[str] | None = None
+        self._helper_aliases = aliases
+        # The names whose bindings are recorded, and the rows naming one.
+        self._watched: frozenset[str] | None = None
+        self._watched_rows: list[int] = []
 
     @property
     def allocator_aliases(self) -> frozenset[str]:
@@ -299,15 +310,16 @@ class Walker:
                 for child in _blocks(node):
                     self.visit(child, ctx, False)
             return  # the common case: a statement that names nothing we match
+        if (
+            role is _STATEMENT or role is _FUNCTION or role is _CLASS
+        ) and self._may_bind_watched(node):
+            self._remember_bindings(node, ctx)
         if role is _CLASS:
             ctx = self._enter_class(node, ctx)
         elif role is _FUNCTION:
             if node.name in HELPER_SLOTS:
                 # The helpers' own definitions spell out the formulas; whether
-                # this one is trusted is KVI005's business.
-                self.facts.helper_bindings.append(
-                    HelperBinding(node.name, node, "function")
-                )
+                # this one is trusted is KVI005's business (recorded above).
                 return
             if is_pending(node):
                 self._defer(node, ctx)
@@ -353,8 +365,6 @@ class Walker:
             ctx.function.guards.append(node)
 
     def _enter_class(self, node: ast.ClassDef, ctx: _Context) -> _Context:
-        if node.name in HELPER_SLOTS:
-            self.facts.helper_bindings.append(HelperBinding(node.name, node, "class"))
         facts = ClassFacts(node)
         self.facts.classes.append(facts)
         text = self.source.segment(node)
@@ -407,6 +417,7 @@ class Walker:
             or any(next(find_formula_matches(a.expr), None) for a in own.arithmetic)
             or own.helper_calls
             or own.helper_bindings
+            or own.rebound
             or own.imports
             or own.helper_names != real.helper_names
         ):
@@ -479,10 +490,6 @@ class Walker:
             return
         name = target.id if isinstance(target, ast.Name) else None
         attr = self_attribute(target)
-        if (name or attr) in HELPER_SLOTS:
-            self.facts.helper_bindings.append(
-                HelperBinding(name or attr, target, "assignment")
-            )
         function = ctx.function
         if function is None:
             return
@@ -516,10 +523,72 @@ class Walker:
                 )
             if trusted and alias.name in HELPER_SLOTS:
                 self.facts.helper_names[bound] = alias.name
-                if bound == alias.name or bound not in HELPER_SLOTS:
+
+    # ---- bindings of the names the helpers go by (KVI005; trust) ---------------
+
+    def _may_bind_watched(self, node: ast.AST) -> bool:
+        """Does ``node`` (a statement) span a row naming a helper or a name the
+        file may import one under? Only such a statement can bind one."""
+        if self._watched is None:
+            text = self.source.text
+            aliases = self._helper_aliases
+            if aliases is None:
+                aliases = helper_aliases(text)
+            self._watched = frozenset((*HELPER_SLOTS, *aliases))
+            words = (vocabulary.helper_prefix(), *aliases)
+            self._watched_rows = rows_of(text, occurrences(text, words))
+        rows = self._watched_rows
+        if not rows:
+            return False
+        first = node.lineno
+        for decorator in getattr(node, "decorator_list", ()):
+            first = min(first, decorator.lineno)
+        index = bisect.bisect_left(rows, first)
+        return index < len(rows) and rows[index] <= node.end_lineno
+
+    def _remember_bindings(self, node: ast.stmt, ctx: _Context) -> None:
+        """Each binding ``node`` makes (its handlers' and cases' too; any form,
+        :mod:`lint_plugin.bindings`) of a name the helpers may go by: the name
+        is then trusted nowhere in the file (``facts.rebound``), and a binding
+        of a helper's own name is KVI005's (``facts.helper_bindings``). Not
+        bindings: an import of a helper from a trusted module (under its own
+        name or an alias), and a helper's top-level ``def`` in the helpers
+        module itself. ``global``/``nonlocal`` bind nothing themselves."""
+        watched = self._watched
+        facts = self.facts
+        trusted: bool | None = None
+        for found in bindings.statement(node):
+            name = found.name
+            if name not in watched or found.kind in bindings.DECLARATIONS:
+                continue
+            if found.kind == bindings.IMPORT and isinstance(node, ast.ImportFrom):
+                if trusted is None:
+                    trusted = self._trusted_import(node)
+                imported = found.node.name
+                if trusted and imported in HELPER_SLOTS:
+                    # The helper, by this name. Under the other helper's name
+                    # it is still KVI005's (a name that says the other one).
+                    if name != imported and name in HELPER_SLOTS:
+                        facts.helper_bindings.append(
+                            HelperBinding(name, found.node, found.kind, node)
+                        )
                     continue
-            if bound in HELPER_SLOTS:
-                self.facts.helper_bindings.append(HelperBinding(bound, node, "import"))
+            if (
+                found.kind == bindings.FUNCTION
+                and name in HELPER_SLOTS
+                and ctx.function is None
+                and ctx.cls is None
+                and self.settings.is_helpers_file(self.path)
+            ):
+                continue  # the helper itself, in its home
+            facts.rebound.add(name)
+            if name in HELPER_SLOTS:
+                facts.helper_bindings.append(
+                    HelperBinding(name, found.node, found.kind, node)
+                )
+
+    def _trusted_import(self, node: ast.ImportFrom) -> bool:
+        return self.settings.trusts(resolve_module(node.module, node.level, self.path))
 
     def _remember_call(self, call: ast.Call, ctx: _Context) -> None:
         for keyword in call.keywords:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lint_plugin.findings import Edit, Finding, Fix
 
 if TYPE_CHECKING:
-    from lint_plugin.engine.facts import ModuleFacts
+    from lint_plugin.engine.facts import HelperCall, ModuleFacts
     from lint_plugin.engine.flow.widths import Analysis
     from lint_plugin.engine.module_scope import ModuleScope
     from lint_plugin.engine.settings import Settings
@@ -49,6 +49,49 @@ class Checker:
         self.findings: list[Finding] = []
         self.notes: list[Finding] = []
         self._analysis: Analysis | None = None
+        self._helper_names: dict[str, str] | None = None
+
+    @property
+    def helper_names(self) -> dict[str, str]:
+        """The names a call here is trusted to call a helper by: the helpers'
+        own and the aliases of trusted imports (``facts.helper_names``), less
+        every name something else in the file may bind (``facts.rebound``: any
+        binding form, anywhere, :mod:`lint_plugin.bindings`), and none at all
+        in a file with a ``*`` import from an untrusted module (it may bind
+        any name). The file's facts are complete when a rule asks (every
+        region of a file is walked before any is decided)."""
+        found = self._helper_names
+        if found is None:
+            facts = self.facts
+            if self._untrusted_star_import():
+                found = {}
+            else:
+                found = {
+                    name: helper
+                    for name, helper in facts.helper_names.items()
+                    if name not in facts.rebound
+                }
+            self._helper_names = found
+        return found
+
+    @property
+    def helper_calls(self) -> list[HelperCall]:
+        """The walk's helper calls (``facts.helper_calls``) by a trusted name."""
+        names = self.helper_names
+        return [
+            call
+            for call in self.facts.helper_calls
+            if _called_name(call.call.func) in names
+        ]
+
+    def _untrusted_star_import(self) -> bool:
+        from lint_plugin.engine.settings import resolve_module
+
+        for node in self.module.star_imports():
+            module = resolve_module(node.module, node.level, self.path)
+            if not self.settings.trusts(module):
+                return True
+        return False
 
     @property
     def analysis(self) -> Analysis:
@@ -57,7 +100,7 @@ class Checker:
         if self._analysis is None:
             from lint_plugin.engine.flow.widths import Analysis
 
-            self._analysis = Analysis(self.module, self.facts.helper_names, self.source)
+            self._analysis = Analysis(self.module, self.helper_names, self.source)
         return self._analysis
 
     def span(self, node: ast.AST) -> Span:
@@ -89,3 +132,12 @@ class Checker:
         if self._analysis is not None:
             self._analysis.release()
             self._analysis = None
+
+
+def _called_name(func: ast.AST) -> str | None:
+    """The name a call is by, as the walk reads it (``f(...)``, ``m.f(...)``)."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None

@@ -14,14 +14,9 @@ import bisect
 import re
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.allocations import KERNEL as KERNEL  # the rules import it here
-from lint_plugin.engine.allocations import (
-    header_names_draft_backend,
-    is_draft_backend_class,
-    may_be_draft_backend,
-    named_draft_backend,
-)
+from lint_plugin.engine.draft_backend import named_draft_backend
 from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.engine.vocabulary import KERNEL as KERNEL  # the rules import it here
 from lint_plugin.records import field, record
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
@@ -262,11 +257,16 @@ class ClassFacts:
 
 @record(eq=False)
 class HelperBinding:
-    """A helper's name bound by ``node`` (a def, an assignment, an import)."""
+    """A name the helpers go by (their own, or a trusted import's alias) bound
+    by something else: by any form :mod:`lint_plugin.bindings` knows (a def, an
+    assignment, a parameter, a walrus, a ``match`` capture, an import from
+    another module...). KVI005 reports it; no rule trusts the name in the file
+    (``rebound``)."""
 
     name: str
-    node: ast.AST
-    kind: str  # "function", "class", "assignment", "import"
+    node: ast.AST  # the node naming it (lint_plugin.bindings.NameBinding.node)
+    kind: str  # a kind of lint_plugin.bindings ("function", "parameter", ...)
+    statement: ast.AST | None = None  # the statement (handler, case) holding it
 
 
 @record(eq=False)
@@ -311,22 +311,6 @@ def helper_aliases(text: str) -> tuple[str, ...]:
     return tuple(sorted(a for a in found if _PREFIX not in a))
 
 
-def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
-    """Is the class ``name`` (its source ``text``) read whole by the fast paths
-    (check's regions, the flake8 plugin), as by a walk of the whole file? When it
-    may be a draft backend (KVI003 reads its allocations through every
-    assignment), or may call a helper (KVI004 reads a call's ``self.``
-    arguments through the attributes the class assigns); ``aliases``: see
-    ``helper_aliases``."""
-    return (
-        is_draft_backend_class(name)
-        or header_names_draft_backend(text)
-        or may_be_draft_backend(text)
-        or _PREFIX in text
-        or any(alias in text for alias in aliases)
-    )
-
-
 @record(eq=False)
 class Arithmetic:
     """An arithmetic expression of a statement that names a role, flattened
@@ -347,6 +331,10 @@ class ModuleFacts:
     helper_names: dict[str, str] = field(default_factory=helper_names)
     helper_calls: list[HelperCall] = field(default_factory=list)
     helper_bindings: list[HelperBinding] = field(default_factory=list)
+    # The names of ``helper_bindings`` (and of bindings of the names a file may
+    # import a helper under): shared by the regions of one file, as
+    # ``helper_names`` is; a name here is trusted nowhere in the file.
+    rebound: set[str] = field(default_factory=set)
     # Imports of a helper or of the guard, whatever module they name.
     imports: list[ImportedName] = field(default_factory=list)
 

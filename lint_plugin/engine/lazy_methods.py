@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 from lint_plugin.engine import syntax, vocabulary
 from lint_plugin.engine.allocations import allocating_functions
-from lint_plugin.engine.facts import _PREFIX, GUARD, KERNEL
 from lint_plugin.engine.roles import role_of_name
 from lint_plugin.records import record
 
@@ -51,7 +50,7 @@ class Deferred:
 
 # What any rule's walk starts from, besides the fact rows: a helper (or a name
 # it is imported under), the guard, the kernel.
-_ALWAYS_READ = (_PREFIX, GUARD, KERNEL)
+_ALWAYS_READ = (vocabulary.helper_prefix(), vocabulary.GUARD, vocabulary.KERNEL)
 
 
 def may_defer(text: str, aliases: Sequence[str], allocators: frozenset[str]) -> bool:

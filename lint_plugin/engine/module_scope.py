@@ -47,6 +47,28 @@ class ModuleScope:
         """The ``def``/``class`` a lazy stub stands for (see ``statements``)."""
         return stub
 
+    def star_imports(self) -> list[ast.ImportFrom]:
+        """The file's ``from m import *`` statements: each may bind any name.
+        Python allows them at module level only (in any block there), so
+        both kinds of scope find the same ones."""
+        found: list[ast.ImportFrom] = []
+        if not _ANY_NAME.search(self.source.text):
+            return found
+        pending = list(reversed(self.statements("*")))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.ImportFrom):
+                if any(alias.name == "*" for alias in node.names):
+                    found.append(node)
+            elif not isinstance(node, (*_BLOCKS, LazyBlock)):
+                inner = [
+                    child
+                    for name in ("body", "handlers", "orelse", "finalbody", "cases")
+                    for child in getattr(node, name, None) or ()
+                ]
+                pending.extend(reversed(inner))
+        return found
+
     def defines_class(self, name: str) -> bool:
         """May the file define a class of this name, anywhere? (A superset:
         its text has ``class name``.)"""

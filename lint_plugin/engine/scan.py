@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.facts import read_whole
+from lint_plugin.engine.draft_backend import read_whole
 from lint_plugin.engine.source import occurrences, rows_matching, rows_of
 
 # The words are the rules' own (lint_plugin.engine.vocabulary): every finding needs one

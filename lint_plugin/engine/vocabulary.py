@@ -64,7 +64,7 @@ HELPERS = (USED_LEN, BUFFER_WIDTH)
 # Any context size: what KVI003 sizes a row by.
 CONTEXT: Group = tuple(sorted(CONTEXT_ROLES, key=lambda role: role.value))
 # What a multi-step draft backend shows besides its topk: a step count, a
-# launch of the index kernel, or a name saying so (allocations.DRAFT_CLASS).
+# launch of the index kernel, or a name saying so (draft_backend.DRAFT_CLASS).
 DRAFT_CLASS: Group = (Role.NUM_STEPS, KERNEL, "MultiStep")
 # The torch allocators and the tensor methods that allocate (KVI003's facts).
 ALLOCATOR_WORDS = (

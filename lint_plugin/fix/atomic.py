@@ -28,7 +28,7 @@ from collections.abc import Iterator
 # behind (between ``mkstemp`` returning and the cleanup being in place, or
 # during the cleanup itself; a signal inside tempfile's lock would also hang the
 # next write). They are delivered, and acted on, right after.
-from lint_plugin.fix.held_signals import held
+from lint_plugin.held_signals import held
 
 
 class NotWritable(OSError):

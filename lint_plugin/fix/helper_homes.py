@@ -185,7 +185,7 @@ def plan(
     to the BOM flag, text and encoding this run's rewrite of that file will
     write: a module both rewritten and given definitions gets them in that text,
     and every module is written back in its own encoding (PEP 263)."""
-    from lint_plugin.fix.command import read_for_fix, restore_line_endings
+    from lint_plugin.fix.file_text import read_for_fix, restore_line_endings
 
     by_home: dict[str, HomeChange] = {}
     for need in needs:

@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 
 from lint_plugin.findings import Finding
-from lint_plugin.output import TOOL_NAME
+from lint_plugin.output.common import TOOL_NAME
 
 
 def escape_data(text: str) -> str:

@@ -7,9 +7,9 @@ Keys and shapes as ruff writes them: ``cell`` (null: no notebooks), ``code``,
 message}``; the edits are complete: a helper call's fix carries the import too),
 ``message``, ``name`` (the rule's kebab-case name), ``noqa_row`` (where ``--add-noqa``
 would write; null for syntax errors, which cannot be suppressed), ``severity``,
-``url`` (null: no public docs page is known, see ``output.rule_url``). Sorted by file
-and position; an empty run prints ``[]``. ``json-lines`` writes the same objects one
-per line.
+``url`` (null: no public docs page is known, see ``output.common.rule_url``).
+Sorted by file and position; an empty run prints ``[]``. ``json-lines`` writes the
+same objects one per line.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.output import rule_name, rule_url, severity
+from lint_plugin.output.common import rule_name, rule_url, severity
 
 
 def _location(row: int, column: int) -> dict[str, int]:

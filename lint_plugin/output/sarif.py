@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from lint_plugin import __version__
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Finding
-from lint_plugin.output import SYNTAX_ERROR_NAME, TOOL_NAME, is_fixable
+from lint_plugin.output.common import SYNTAX_ERROR_NAME, TOOL_NAME, is_fixable
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 VERSION = "2.1.0"

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from lint_plugin.findings import Finding
-from lint_plugin.output import is_fixable, rule_name
+from lint_plugin.output.common import is_fixable, rule_name
 from lint_plugin.records import record
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import Finding
-from lint_plugin.output import TOOL_NAME, has_unsafe_fix, is_fixable
+from lint_plugin.output.common import TOOL_NAME, has_unsafe_fix, is_fixable
 from lint_plugin.printable import printable
 
 _BOLD, _RED, _CYAN, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[36m", "\x1b[0m"

@@ -86,7 +86,7 @@ class GuardedDraftKernel(LaunchByGrid):
     ) -> Callable[[Recorder], GuardedDraftKernel]:
         """``digest`` (:attr:`KernelSource.digest`) lets equal launches of the
         interpreted kernel share one execution (:class:`LaunchMemo`), and equal
-        runs share their record (:func:`.run.remembered_run`)."""
+        runs share their record (:func:`.drive.remembered_run`)."""
 
         def make(recorder: Recorder) -> GuardedDraftKernel:
             return cls(recorder, jitted, digest)

@@ -1,6 +1,6 @@
 """The proof's judgement of one class before and after a rewrite.
 
-For every case of the grid both versions run (:func:`.run.run`) and their
+For every case of the grid both versions run (:func:`.drive.run`) and their
 records must be equal: allocations, exceptions, launches, slices, backend calls
 and module globals. Where they are not, the original runs once more with its
 KVI003 sites widened as the unsafe fix states (:mod:`.widen`) -- every
@@ -34,14 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
+import torch
+
 from .coverage import Coverage, UnranLine, never_ran
+from .drive import NO_SUM, KernelFactory, Source, remembered_run, run
 from .errors import HarnessError
 from .grid import Params
 from .grid import long_sequence_grid as long_sequence_grid  # re-exported
 from .grid import small_grid as small_grid  # re-exported
+from .kernel import ReferenceDraftKernel
 from .loader import extract_class, read_source
-from .record import KINDS, Record
-from .run import NO_SUM, KernelFactory, Source, remembered_run
+from .record import KINDS, Record, diff
 from .widen import Widened, widen_kvi003
 
 IDENTICAL, WIDENED, GUARDED = "identical", "widened", "guarded"
@@ -407,3 +410,70 @@ def _count(
         proof.refused += first.phase == "init"
         if not proof.first_raise:
             proof.first_raise = f"{first.type} at {first.where or '?'}"
+
+
+@dataclass
+class CompareCounts:
+    """How much two sources were compared on (for the proof's printout)."""
+
+    cases: int = 0
+    allocations: int = 0
+    slices: int = 0
+    slice_entries: int = 0
+    launches: int = 0
+    backend_calls: int = 0
+    overrun_cases: int = 0  # cases where *both* overran identically
+    labels: list[str] = field(default_factory=list, repr=False)
+
+    def add(self, record: Record) -> None:
+        counts = record.counts()
+        self.cases += 1
+        self.allocations += counts["allocations"]
+        self.slices += counts["slices"]
+        self.slice_entries += counts["slice_entries"]
+        self.launches += counts["launches"]
+        self.backend_calls += counts["backend_calls"]
+        self.overrun_cases += bool(record.overruns)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.cases} cases: {self.allocations} allocations, {self.slices} "
+            f"kv_indices slices ({self.slice_entries} entries), {self.launches} "
+            f"kernel launches, {self.backend_calls} backend calls; "
+            f"{self.overrun_cases} cases overran identically in both"
+        )
+
+
+def compare(
+    original: Source,
+    rewritten: Source,
+    grid: Sequence[Params],
+    device: str | torch.device = "cpu",
+    *,
+    class_name: str | None = None,
+    graph_entry: str = "auto",
+    kernel: KernelFactory = ReferenceDraftKernel,
+) -> CompareCounts:
+    """Assert ``original`` and ``rewritten`` produce equal records on every case
+    (as the proof compares them: phase by phase, :func:`compare_records`).
+
+    Raises AssertionError naming the first differing case and how it differs.
+    """
+    original_class = extract_class(original, class_name).name
+    rewritten_class = extract_class(rewritten, class_name).name
+    if original_class != rewritten_class:
+        raise HarnessError(f"comparing {original_class} with {rewritten_class}")
+    counts = CompareCounts()
+    for params in grid:
+        options = {"graph_entry": graph_entry, "kernel": kernel}
+        before = run(original, class_name, params, device, **options)
+        after = run(rewritten, class_name, params, device, **options)
+        why, _ = compare_records(before, after)
+        if why is not None:
+            raise AssertionError(
+                f"{original_class}: records differ for {params.describe()} on "
+                f"{device}: {why}\n{diff(before, after).describe()}\n"
+                f"(equal before this case: {counts})"
+            )
+        counts.add(before)
+    return counts

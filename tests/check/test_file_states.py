@@ -15,10 +15,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.check import cache as cache_module
 from lint_plugin.check import file_states, pipeline
 from lint_plugin.check.file_states import FileStates
-from lint_plugin.engine.settings import Settings
 
 pytest_plugins = ("cli_helpers",)
 
@@ -349,5 +347,5 @@ def test_the_margin_is_measured_from_the_run_s_start(tmp_path, monkeypatch) -> N
     """A file written while the run reads others is never recorded: the margin
     counts from when the run made its states, not from when it records."""
     monkeypatch.setattr(time, "time_ns", lambda: 7 * file_states.SETTLED_NS)
-    states = cache_module.Cache(str(tmp_path), Settings()).file_states()
+    states = file_states.FileStates.for_run(str(tmp_path))
     assert states._settled_before == 6 * file_states.SETTLED_NS

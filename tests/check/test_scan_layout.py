@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.allocations import role_attributes
+from lint_plugin.engine.draft_backend import role_attributes
 from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.scan import (
     _QUOTED,

@@ -222,7 +222,8 @@ def test_files_no_rule_can_match_are_fixed_as_the_rewriter_would(
     directive of ours without its rewriter: what it writes and says for it is
     what the rewriter's own path (``fix_file``) writes and says."""
     from lint_plugin.findings import FileError
-    from lint_plugin.fix.command import fix_file, read_for_fix
+    from lint_plugin.fix.command import fix_file
+    from lint_plugin.fix.file_text import read_for_fix
     from lint_plugin.fix.options import Options
 
     path = write(tmp_path / "a.py", text)

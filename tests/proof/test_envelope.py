@@ -23,17 +23,17 @@ from release_kernels import kernel_of
 
 from lint_plugin import envelope
 from lint_plugin.cli import main
-from lint_plugin.proof.concrete import launch_values
-from lint_plugin.proof.fit import (
+from lint_plugin.proof.fit.concrete import launch_values
+from lint_plugin.proof.fit.judge import (
     CONTRACT,
     WALL,
     describe,
     fit_condition,
     prove_fit,
 )
+from lint_plugin.proof.fit.positivity import symbol
 from lint_plugin.proof.grid import Params, wall_grid
 from lint_plugin.proof.kernel import ReferenceDraftKernel
-from lint_plugin.proof.positivity import symbol
 from lint_plugin.proof.verdict import DIFFERS, GUARDED, IDENTICAL, prove_class
 from lint_plugin.runtime import draft_kv_indices_buffer_width
 

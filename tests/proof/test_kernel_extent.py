@@ -28,8 +28,8 @@ from our_kernel import DRAFTS, ours
 from release_kernels import distinct_kernels, kernel_of
 
 from lint_plugin.cli import main
-from lint_plugin.proof.concrete import Sizes, row_extents
-from lint_plugin.proof.fit import (
+from lint_plugin.proof.fit.concrete import Sizes, row_extents
+from lint_plugin.proof.fit.judge import (
     CONTRACT,
     PROVEN,
     REFUTED,
@@ -38,7 +38,7 @@ from lint_plugin.proof.fit import (
     prove_kernel,
     render_extent,
 )
-from lint_plugin.proof.fit import describe as _describe
+from lint_plugin.proof.fit.judge import describe as _describe
 from lint_plugin.proof.triton_source import KernelSource
 
 # One release per distinct kernel, and the two files of the shared one.
@@ -361,7 +361,7 @@ def test_only_prove_imports_sympy(tmp_path):
     for command in (["check", "--no-config", "a.py"], ["fix", "--diff", "a.py"]):
         body = f"from lint_plugin.cli import main\n_result = main({command!r})"
         assert imported_by(body, watch, cwd=tmp_path)[0] == [], command
-    body = "import lint_plugin.flake8_plugin, lint_plugin.prove\n_result = 0"
+    body = "import lint_plugin.flake8_plugin, lint_plugin.proof.prove\n_result = 0"
     assert imported_by(body, watch, cwd=tmp_path) == ([], "0")
     kernel = tmp_path / "k.py"
     kernel.write_text(ours())

@@ -14,8 +14,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.proof.numeric import evaluate
-from lint_plugin.proof.positivity import contradictory, decide, nonneg, symbol
+from lint_plugin.proof.fit.numeric import evaluate
+from lint_plugin.proof.fit.positivity import contradictory, decide, nonneg, symbol
 
 K, L, ROW_I, STEPS, CTX, CAP, N, T, B = (
     symbol(n) for n in ("topk", "seq_len", "i", "steps", "ctx", "cap", "n", "t", "b")

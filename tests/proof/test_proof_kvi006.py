@@ -15,8 +15,8 @@ from harness import Recorder, ReferenceDraftKernel, compare, default_grid, run
 from mutants import REGRESSIONS, mutate, sites
 
 from lint_plugin.fix.rewrite import Options, rewrite_text
+from lint_plugin.proof.drive import NO_SUM
 from lint_plugin.proof.grid import long_sequence_grid
-from lint_plugin.proof.run import NO_SUM
 
 BACKENDS = {
     "triton": ("triton_backend.py", "TritonMultiStepDraftBackend"),

@@ -143,7 +143,7 @@ def test_prove_without_the_extra_says_what_to_install(tmp_path):
     # tests/project/test_readme.py runs it for an install from git, tests/test_install_origin
     # covers each origin).
     from lint_plugin.install_origin import install_command
-    from lint_plugin.prove import NEEDS
+    from lint_plugin.proof.prove import NEEDS
 
     assert done.stderr.strip() == f"{NEEDS}: {install_command('proof')}"
     assert "draft-kv-lint[proof]'" not in done.stderr  # never a bare registry name

@@ -132,7 +132,7 @@ def _prove_backend(text: str, name: str, kernel, safe: str, unsafe: str):
     ]
     long_overran = long_after = 0
     if results[1].widened:
-        from lint_plugin.proof.run import run
+        from lint_plugin.proof.drive import run
 
         for params in LONG:
             long_overran += bool(run(text, name, params, kernel=kernel).overruns)

@@ -16,6 +16,13 @@ import itertools
 import math
 from collections.abc import Callable
 
+from lint_plugin.engine.allocations import (
+    file_allocating_functions,
+    file_allocator_aliases,
+    is_allocation,
+    may_call_allocating,
+)
+from lint_plugin.engine.facts import ModuleFacts
 from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
 from lint_plugin.engine.flow.known_values import (
@@ -123,7 +130,7 @@ class _Shape:
 
 
 def allocation_rows(
-    analysis: Analysis, function, call: ast.Call, inner: Inner | None = None
+    analysis: Analysis, function, call: ast.Call, inner: InnerCalls | None = None
 ) -> list[Row] | None:
     """The per-step rows an allocation call makes, one per path; None when it
     is no allocation (or none of its paths is per step). With ``inner``, a
@@ -132,13 +139,6 @@ def allocation_rows(
     frame = analysis.frame_of(function)
     return _rows(analysis, frame, call, _walked_test(analysis, function), inner)
 
-
-# ``Inner``: the allocations (and the calls of functions that allocate) a
-# function's own body makes, by its node, and whether a call may make a per-step
-# row at all (``row_sizing.InnerCalls``).
-TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
-if TYPE_CHECKING:
-    from lint_plugin.engine.flow.row_sizing import InnerCalls as Inner
 
 # May this dimension, in the frame it is read in, hold a draft step count? A
 # quick test before any value is computed (it may say maybe, never wrongly no).
@@ -158,7 +158,7 @@ def _rows(
     frame: Frame,
     call: ast.Call,
     may_be_steps: StepsTest,
-    inner: Inner | None,
+    inner: InnerCalls | None,
 ) -> list[Row] | None:
     """``allocation_rows`` in ``frame``."""
     stmt = analysis.statement(frame, call)
@@ -226,7 +226,7 @@ def _helper_rows(
     stmt,
     call: ast.Call,
     callees,
-    inner: Inner,
+    inner: InnerCalls,
     may_be_steps: StepsTest,
 ) -> list[Row] | None:
     """A call of a function or method of the file that allocates
@@ -697,3 +697,80 @@ def _holds(outer: ast.AST, node: ast.AST) -> bool:
         node.end_lineno,
         node.end_col_offset,
     ) <= (outer.end_lineno, outer.end_col_offset)
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class InnerCalls:
+    """The allocations a function's own body makes, and its calls of the
+    file's functions that allocate (below), those in the
+    functions and classes nested in it left out: the walk's facts for a
+    method of a class read whole, else read from the function's tree. A
+    function whose name is not one that may allocate (by the file's text) is
+    not looked into, so a method check left unparsed stays so."""
+
+    def __init__(self, analysis: Analysis, facts: ModuleFacts) -> None:
+        self._module = module = analysis.module
+        self._aliases = file_allocator_aliases(module)
+        self._found: dict[int, list[ast.Call]] = {}
+        self._walked: dict[int, object] = {}
+        for cls in facts.classes:
+            if not cls.read_whole:
+                continue
+            for function in cls.functions:
+                self._found.setdefault(id(function.node), [])
+                self._walked[id(function.node)] = function
+            for fact in (*cls.allocations, *cls.calls):
+                self._found.setdefault(id(fact.function.node), []).append(fact.call)
+        for calls in self._found.values():
+            calls.sort(key=lambda c: (c.lineno, c.col_offset))
+
+    def may_make_rows(self, call: ast.Call, may_be_steps) -> bool:
+        """Can ``call`` make a per-step row? An allocator's call may; a call
+        of a function of the file only with a step count: the function names
+        one, or an argument may hold one (``may_be_steps``). Asked before the
+        callee is looked up."""
+        if is_allocation(call, self._aliases):
+            return True
+        return last_name(call.func) in self._with_steps or any(
+            may_be_steps(a.value if isinstance(a, ast.Starred) else a)
+            for a in (*call.args, *(k.value for k in call.keywords))
+        )
+
+    @property
+    def _functions(self) -> frozenset[str]:
+        return file_allocating_functions(self._module).names
+
+    @property
+    def _with_steps(self) -> frozenset[str]:
+        return file_allocating_functions(self._module).with_steps
+
+    def walked(self, node: ast.AST):
+        """The walk's facts of the function ``node`` (a method of a class read
+        whole), or None."""
+        return self._walked.get(id(node))
+
+    def __call__(self, node: ast.AST) -> list[ast.Call]:
+        if getattr(node, "name", None) not in self._functions:
+            return []
+        found = self._found.get(id(node))
+        if found is None:
+            found = self._found[id(node)] = self._body_calls(node)
+        return found
+
+    def _body_calls(self, node: ast.AST) -> list[ast.Call]:
+        found = []
+        pending = list(getattr(node, "body", ()))  # its decorators run at `def`
+        while pending:
+            child = pending.pop()
+            if isinstance(child, _NESTED):
+                continue
+            if isinstance(child, ast.Call) and (
+                is_allocation(child, self._aliases)
+                or may_call_allocating(child.func, self._functions)
+            ):
+                found.append(child)
+            pending.extend(ast.iter_child_nodes(child))
+        found.sort(key=lambda c: (c.lineno, c.col_offset))
+        return found

@@ -12,22 +12,14 @@ verdicts, and ``check --explain`` shows them.
 
 from __future__ import annotations
 
-import ast
 import itertools
 from collections.abc import Iterator
 
-from lint_plugin.engine.allocations import (
-    file_allocating_functions,
-    file_allocator_aliases,
-    is_allocation,
-    may_call_allocating,
-)
 from lint_plugin.engine.facts import Allocation, ModuleFacts
 from lint_plugin.engine.flow import symbolic
 from lint_plugin.engine.flow.bounds import evaluable, find_witness, proves, values_of
 from lint_plugin.engine.flow.dataflow import literal_order
-from lint_plugin.engine.flow.known_values import last_name
-from lint_plugin.engine.flow.per_step_rows import Row, allocation_rows
+from lint_plugin.engine.flow.per_step_rows import InnerCalls, Row, allocation_rows
 from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
 from lint_plugin.engine.flow.widths import Analysis
 from lint_plugin.engine.formulas import BUFFER_WIDTH
@@ -88,83 +80,6 @@ def judgements(facts: ModuleFacts, analysis: Analysis) -> list[Judgement]:
             if judgement is not None:
                 found.append(judgement)
     return found
-
-
-class InnerCalls:
-    """The allocations a function's own body makes, and its calls of the
-    file's functions that allocate (``per_step_rows.Inner``), those in the
-    functions and classes nested in it left out: the walk's facts for a
-    method of a class read whole, else read from the function's tree. A
-    function whose name is not one that may allocate (by the file's text) is
-    not looked into, so a method check left unparsed stays so."""
-
-    def __init__(self, analysis: Analysis, facts: ModuleFacts) -> None:
-        self._module = module = analysis.module
-        self._aliases = file_allocator_aliases(module)
-        self._found: dict[int, list[ast.Call]] = {}
-        self._walked: dict[int, object] = {}
-        for cls in facts.classes:
-            if not cls.read_whole:
-                continue
-            for function in cls.functions:
-                self._found.setdefault(id(function.node), [])
-                self._walked[id(function.node)] = function
-            for fact in (*cls.allocations, *cls.calls):
-                self._found.setdefault(id(fact.function.node), []).append(fact.call)
-        for calls in self._found.values():
-            calls.sort(key=lambda c: (c.lineno, c.col_offset))
-
-    def may_make_rows(self, call: ast.Call, may_be_steps) -> bool:
-        """Can ``call`` make a per-step row? An allocator's call may; a call
-        of a function of the file only with a step count: the function names
-        one, or an argument may hold one (``may_be_steps``). Asked before the
-        callee is looked up."""
-        if is_allocation(call, self._aliases):
-            return True
-        return last_name(call.func) in self._with_steps or any(
-            may_be_steps(a.value if isinstance(a, ast.Starred) else a)
-            for a in (*call.args, *(k.value for k in call.keywords))
-        )
-
-    @property
-    def _functions(self) -> frozenset[str]:
-        return file_allocating_functions(self._module).names
-
-    @property
-    def _with_steps(self) -> frozenset[str]:
-        return file_allocating_functions(self._module).with_steps
-
-    def walked(self, node: ast.AST):
-        """The walk's facts of the function ``node`` (a method of a class read
-        whole), or None."""
-        return self._walked.get(id(node))
-
-    def __call__(self, node: ast.AST) -> list[ast.Call]:
-        if getattr(node, "name", None) not in self._functions:
-            return []
-        found = self._found.get(id(node))
-        if found is None:
-            found = self._found[id(node)] = self._body_calls(node)
-        return found
-
-    def _body_calls(self, node: ast.AST) -> list[ast.Call]:
-        found = []
-        pending = list(getattr(node, "body", ()))  # its decorators run at `def`
-        while pending:
-            child = pending.pop()
-            if isinstance(child, _NESTED):
-                continue
-            if isinstance(child, ast.Call) and (
-                is_allocation(child, self._aliases)
-                or may_call_allocating(child.func, self._functions)
-            ):
-                found.append(child)
-            pending.extend(ast.iter_child_nodes(child))
-        found.sort(key=lambda c: (c.lineno, c.col_offset))
-        return found
-
-
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def judge_in_class(cls, allocation: Allocation, analysis, inner) -> Judgement | None:

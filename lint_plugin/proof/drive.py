@@ -31,7 +31,7 @@ import dataclasses
 import hashlib
 import inspect
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from .errors import HarnessError
 from .grid import Params, default_grid, long_sequence_grid  # noqa: F401 - re-exported
 from .kernel import ReferenceDraftKernel
 from .loader import extract_class, load_class, read_source
-from .record import Record, Recorder, diff
+from .record import Record, Recorder
 from .torch_proxy import RecordingTorch
 
 Source = str | Path
@@ -368,72 +368,3 @@ def remembered_run(
     if key is not None:
         MEMO.put(key, record, lines, name)
     return record
-
-
-@dataclass
-class CompareCounts:
-    """How much two sources were compared on (for the proof's printout)."""
-
-    cases: int = 0
-    allocations: int = 0
-    slices: int = 0
-    slice_entries: int = 0
-    launches: int = 0
-    backend_calls: int = 0
-    overrun_cases: int = 0  # cases where *both* overran identically
-    labels: list[str] = field(default_factory=list, repr=False)
-
-    def add(self, record: Record) -> None:
-        counts = record.counts()
-        self.cases += 1
-        self.allocations += counts["allocations"]
-        self.slices += counts["slices"]
-        self.slice_entries += counts["slice_entries"]
-        self.launches += counts["launches"]
-        self.backend_calls += counts["backend_calls"]
-        self.overrun_cases += bool(record.overruns)
-
-    def __str__(self) -> str:
-        return (
-            f"{self.cases} cases: {self.allocations} allocations, {self.slices} "
-            f"kv_indices slices ({self.slice_entries} entries), {self.launches} "
-            f"kernel launches, {self.backend_calls} backend calls; "
-            f"{self.overrun_cases} cases overran identically in both"
-        )
-
-
-def compare(
-    original: Source,
-    rewritten: Source,
-    grid: Sequence[Params],
-    device: str | torch.device = "cpu",
-    *,
-    class_name: str | None = None,
-    graph_entry: str = "auto",
-    kernel: KernelFactory = ReferenceDraftKernel,
-) -> CompareCounts:
-    """Assert ``original`` and ``rewritten`` produce equal records on every case
-    (as the proof compares them: phase by phase, :func:`.verdict.compare_records`).
-
-    Raises AssertionError naming the first differing case and how it differs.
-    """
-    from .verdict import compare_records
-
-    original_class = extract_class(original, class_name).name
-    rewritten_class = extract_class(rewritten, class_name).name
-    if original_class != rewritten_class:
-        raise HarnessError(f"comparing {original_class} with {rewritten_class}")
-    counts = CompareCounts()
-    for params in grid:
-        options = {"graph_entry": graph_entry, "kernel": kernel}
-        before = run(original, class_name, params, device, **options)
-        after = run(rewritten, class_name, params, device, **options)
-        why, _ = compare_records(before, after)
-        if why is not None:
-            raise AssertionError(
-                f"{original_class}: records differ for {params.describe()} on "
-                f"{device}: {why}\n{diff(before, after).describe()}\n"
-                f"(equal before this case: {counts})"
-            )
-        counts.add(before)
-    return counts

@@ -64,12 +64,12 @@ import sympy as sp
 
 from lint_plugin import envelope
 
+from ..triton_source import KernelSource
 from . import extent as ex
 from .concrete import CONTEXT_ARGS, Sizes, launch_values, row_extents
 from .numeric import NotEvaluable, evaluate
 from .positivity import contradictory, decide, nonneg, strengthen, symbol
 from .store_bound import Bound, bound
-from .triton_source import KernelSource
 
 CONTRACT, WALL = envelope.CONTRACT, envelope.WALL
 USED = "draft_kv_indices_used_len(seq_lens_sum, topk, num_seqs*topk, i + 1)"

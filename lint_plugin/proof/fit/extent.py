@@ -45,8 +45,8 @@ from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
+from ..triton_source import KERNEL, _triton_aliases
 from .positivity import decide, nonneg, strengthen, symbol
-from .triton_source import KERNEL, _triton_aliases
 
 ROW_BUFFER = "kv_indices"
 ROW_STRIDE = "kv_indices_stride"

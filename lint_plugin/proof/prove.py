@@ -10,7 +10,7 @@ import; ``--kernel FILE`` names one, ``--reference-kernel`` asks for the torch
 reference), compiled on CUDA when there is one, else interpreted on the CPU.
 
 Under each kernel's line, its write extent derived from that same source and
-whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit`, sympy);
+whether the helpers hold it for all sizes (:mod:`lint_plugin.proof.fit.judge`, sympy);
 ``--kernel FILE`` alone prints only that. The fit is judged in an envelope
 (:mod:`lint_plugin.envelope`): by default the context wall SGLang really runs at
 (a drafting request's ``seq_len`` up to ``max_context_len - 1``), where upstream's
@@ -73,7 +73,7 @@ class Pair:
 
 def _fail(message: str) -> NoReturn:
     """A usage error: the CLI prints prove's usage, then the message (exit 2)."""
-    from lint_plugin.cli import UsageError
+    from lint_plugin.errors import UsageError
 
     raise UsageError(message)
 
@@ -375,14 +375,14 @@ class _Extents:
 
 def _extent_of(source: KernelSource, judged: str) -> tuple[Any, list[str]]:
     """The kernel's write extent derived from its source and whether the helpers
-    hold it for all sizes (:mod:`lint_plugin.proof.fit`); no fit where it was not
+    hold it for all sizes (:mod:`lint_plugin.proof.fit.judge`); no fit where it was not
     derived (the grid's overrun check stands)."""
     import importlib.util
 
     if importlib.util.find_spec("sympy") is None:
         return None, ["kernel extent: not derived (needs sympy: the [proof] extra)"]
-    from lint_plugin.proof.extent import DerivationError
-    from lint_plugin.proof.fit import describe, prove_kernel
+    from lint_plugin.proof.fit.extent import DerivationError
+    from lint_plugin.proof.fit.judge import describe, prove_kernel
 
     try:
         fit = prove_kernel(source, judged)
@@ -409,8 +409,8 @@ def _kernel_only(path: Path, judged: str, rewrite: bool = False) -> int:
     except UnicodeDecodeError:
         return _fail(f"{path}: not UTF-8")
     from lint_plugin.proof.errors import HarnessError
-    from lint_plugin.proof.extent import DerivationError
-    from lint_plugin.proof.fit import describe, prove_kernel
+    from lint_plugin.proof.fit.extent import DerivationError
+    from lint_plugin.proof.fit.judge import describe, prove_kernel
     from lint_plugin.proof.triton_source import kernel_from_text
 
     try:
