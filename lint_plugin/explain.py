@@ -16,8 +16,9 @@ import ast
 from collections.abc import Iterator
 
 from lint_plugin import envelope
+from lint_plugin.algebra import symbolic
 from lint_plugin.engine.analysis import walk
-from lint_plugin.engine.flow import per_step_rows, row_sizing, symbolic
+from lint_plugin.engine.flow import per_step_rows, row_sizing
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.rules import DECISIONS

@@ -76,7 +76,7 @@ class KviChecker:
         from lint_plugin.engine.module_scope import TreeModuleScope
         from lint_plugin.engine.scan import interesting_rows
         from lint_plugin.engine.source import Source
-        from lint_plugin.linter import lint_tree
+        from lint_plugin.linter import decide_tree, walk_tree
 
         aliases = helper_aliases(text)
         rows = interesting_rows(text, aliases)
@@ -84,13 +84,26 @@ class KviChecker:
         if rows:
             source = Source(text)
             # The names the helpers go by (trusted import aliases) hold for the
-            # statements after the import, as in a walk of the whole tree.
-            names = helper_names()
+            # statements after the import, as in a walk of the whole tree; a
+            # name something else binds in any statement is trusted in none:
+            # every statement is walked before any is decided.
+            names = (helper_names(), set())
             module = TreeModuleScope(self.tree, source)
-            for node in _statements_around(self.tree.body, rows, source, aliases):
-                findings += lint_tree(
-                    node, source, self.filename, rows, self.settings, names, module
+            walked = [
+                walk_tree(
+                    node,
+                    source,
+                    self.filename,
+                    rows,
+                    self.settings,
+                    names,
+                    module,
+                    aliases,
                 )
+                for node in _statements_around(self.tree.body, rows, source, aliases)
+            ]
+            for one in walked:
+                findings += decide_tree(one)
         return findings
 
 

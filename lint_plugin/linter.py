@@ -73,26 +73,32 @@ def lint_source(
     if regions is not None:
         findings: list[Finding] = []
         # The names the helpers go by (trusted import aliases) hold for the
-        # regions after the import, as they do in a walk of the whole file.
+        # regions after the import, as they do in a walk of the whole file;
+        # a name something else binds in any region is trusted in none: every
+        # region is walked before any is decided.
         helper_names = _helper_names()
+        rebound: set[str] = set()
         # What a width can flow from outside the regions (module constants and
         # functions, imports, base classes), parsed only if a value asks.
         module = TextModuleScope(text, lines, layout.top_level_blocks)
         try:
-            for start, end, indent in regions:
-                findings += _check_region(
+            walked = [
+                _walk_region(
                     lines,
                     start,
                     end,
                     indent,
                     path,
                     settings,
-                    helper_names,
+                    (helper_names, rebound),
                     aliases,
                     module,
-                    notes,
                     layout,
                 )
+                for start, end, indent in regions
+            ]
+            for one in walked:
+                findings += decide_tree(one, notes)
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
         if findings is not None and not findings:
@@ -121,19 +127,18 @@ def lint_source(
     )
 
 
-def _check_region(
+def _walk_region(
     lines,
     start: int,
     end: int,
     indent: bool,
     path,
     settings: Settings,
-    helper_names: dict[str, str],
+    names: tuple[dict[str, str], set[str]],
     aliases: tuple[str, ...],
     module: TextModuleScope,
-    notes: list[Finding] | None,
     layout: scan.Layout,
-) -> list[Finding]:
+) -> Walked:
     snippet = "\n".join(lines[start:end]) + "\n"
     if indent:
         # An indented block parses as the body of an `if`, columns untouched.
@@ -151,15 +156,15 @@ def _check_region(
         aliases,
         file_allocator_aliases(module),
     )
-    return lint_tree(
+    return walk_tree(
         tree,
         Source(snippet, start),
         path,
         scan.interesting_rows(snippet, aliases),
         settings,
-        helper_names,
+        names,
         module,
-        notes,
+        aliases,
     )
 
 
@@ -179,17 +184,50 @@ def lint_tree(
     finding needs; statements touching none of them are skipped, except in a
     function with aliases (``k = self.topk``), whose formulas may name none, and
     in a class that may be a draft backend. ``helper_names``: the names the
-    helpers go by so far in the file, shared by the regions check parses.
-    ``module``: the file's module-level statements, for values that flow from
-    them (``tree`` itself when it is the whole module). ``notes`` receives what
-    the rules could not judge (KVI003's opaque widths), as findings of their code.
+    helpers go by so far in the file. ``module``: the file's module-level
+    statements, for values that flow from them (``tree`` itself when it is the
+    whole module). ``notes`` receives what the rules could not judge (KVI003's
+    opaque widths), as findings of their code. Several trees of one file
+    (check's regions, the flake8 plugin's statements) are walked each with
+    ``walk_tree`` first, then decided each with ``decide_tree``.
     """
+    names = None if helper_names is None else (helper_names, set())
+    return decide_tree(
+        walk_tree(tree, source, path, rows, settings, names, module), notes
+    )
+
+
+Walked = tuple[Walker, Checker]
+
+
+def walk_tree(
+    tree: ast.AST,
+    source: Source,
+    path: str,
+    rows: Sequence[int] | None = None,
+    settings: Settings = DEFAULT_SETTINGS,
+    names: tuple[dict[str, str], set[str]] | None = None,
+    module: ModuleScope | None = None,
+    aliases: tuple[str, ...] | None = None,
+) -> Walked:
+    """The facts of ``tree`` (see ``lint_tree``), nothing decided yet.
+    ``names``: the names the helpers go by so far in the file and the names
+    something else binds, shared by the trees of one file, each walked in
+    order before any is decided (a name rebound anywhere is trusted
+    nowhere). ``aliases``: the names the file may import a helper under
+    (``helper_aliases`` of its whole text; None: of ``source``'s)."""
     module = module_of(tree, source, module)
-    walker = Walker(source, path, rows, settings, module)
-    if helper_names is not None:  # shared by the regions of one file, in order
-        walker.facts.helper_names = helper_names
+    walker = Walker(source, path, rows, settings, module, aliases)
+    if names is not None:  # shared by the trees of one file, in order
+        walker.facts.helper_names, walker.facts.rebound = names
     walker.walk(tree)
-    checker = Checker(tree, source, path, settings, module, walker.facts)
+    return walker, Checker(tree, source, path, settings, module, walker.facts)
+
+
+def decide_tree(walked: Walked, notes: list[Finding] | None = None) -> list[Finding]:
+    """Every rule's decision on a walked tree: its findings (``notes``
+    receives what the rules could not judge)."""
+    walker, checker = walked
     for _code, decide in DECISIONS:
         decide(checker)
     if notes is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 
 from lint_plugin.engine.facts import FunctionFacts, Position, position
-from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.source import Source
 from lint_plugin.records import record
+from lint_plugin.roles import Role, role_of_name
 
 
 @record(frozen=True)

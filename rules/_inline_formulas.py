@@ -17,11 +17,11 @@ from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
 
 if TYPE_CHECKING:
-    from lint_plugin.engine.arith import Product, Sum
+    from lint_plugin.algebra.arith import Product, Sum
     from lint_plugin.engine.checker import Checker
     from lint_plugin.engine.formulas import FormulaMatch
 
-arith = lazy("lint_plugin.engine.arith")
+arith = lazy("lint_plugin.algebra.arith")
 formulas = lazy("lint_plugin.engine.formulas")
 text_tools = lazy("lint_plugin.engine.source")
 

@@ -2,16 +2,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lint_plugin.engine.roles import Role
 from lint_plugin.engine.vocabulary import BUFFER_WIDTH, Needs
 from lint_plugin.lazy import lazy
+from lint_plugin.roles import Role
 from lint_plugin.rules import Example, Rule
 from lint_plugin.rules._inline_formulas import matches, report
 
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
 
-arith = lazy("lint_plugin.engine.arith")
+arith = lazy("lint_plugin.algebra.arith")
 formulas = lazy("lint_plugin.engine.formulas")
 
 # A topk beside a max_context_len, or a call of the helper.

@@ -13,11 +13,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lint_plugin.engine.roles import (
-    CONTEXT_ROLES,
-    SEQUENCE_COUNT_NAMES,
-    Role,
-)
 from lint_plugin.engine.vocabulary import (
     ALLOCATOR_WORDS,
     BUFFER_WIDTH,
@@ -27,6 +22,11 @@ from lint_plugin.engine.vocabulary import (
 )
 from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
+from lint_plugin.roles import (
+    CONTEXT_ROLES,
+    SEQUENCE_COUNT_NAMES,
+    Role,
+)
 from lint_plugin.rules import Example, Rule
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ alternatives = lazy("lint_plugin.engine.flow.alternatives")
 formulas = lazy("lint_plugin.engine.formulas")
 row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
 scopes = lazy("lint_plugin.engine.flow.scopes")
-symbolic = lazy("lint_plugin.engine.flow.symbolic")
+symbolic = lazy("lint_plugin.algebra.symbolic")
 values = lazy("lint_plugin.engine.values")
 
 _TEMPLATE = """\

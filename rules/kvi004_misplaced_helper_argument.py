@@ -90,7 +90,7 @@ No fix: which argument is wrong is for a person to decide.
 
 def decide(checker: Checker) -> None:
     analysis = checker.analysis
-    for helper_call in checker.facts.helper_calls:
+    for helper_call in checker.helper_calls:  # by a name nothing rebinds
         call, helper = helper_call.call, helper_call.helper
         frame = analysis.frame_of(helper_call.function)
         stmt = analysis.statement(frame, call) if helper_call.function else None

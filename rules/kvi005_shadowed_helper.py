@@ -26,9 +26,27 @@ RULE = Rule(
     doc="""
 ## What it does
 Finds a binding of `draft_kv_indices_buffer_width` or `draft_kv_indices_used_len`
-anywhere but the helpers module: a `def` or `class` of that name, an assignment to
-it (`draft_kv_indices_buffer_width = lambda ...`), or an import of it from another
-module. The helpers module is `sglang.srt.speculative.spec_utils` unless the
+anywhere but the helpers module, by any form Python has, in any scope:
+
+- a `def` or `class` of that name, or a `type` alias;
+- an assignment to it: `=` (also unpacked: `a, draft_kv_indices_used_len = ...`),
+  an augmented (`+=`) or annotated one, or a bare annotation;
+- a `for`, `with ... as` or comprehension target;
+- an assignment expression (`(draft_kv_indices_buffer_width := ...)`), also in a
+  comprehension;
+- a function's or lambda's parameter (`def f(draft_kv_indices_buffer_width=...)`,
+  `*args`, keyword-only, `**kwargs` alike), or a type parameter;
+- an `except ... as` target, a `match` capture (`case draft_kv_indices_used_len:`,
+  `case [*draft_kv_indices_used_len]`, `case {**draft_kv_indices_used_len}`,
+  `case ... as draft_kv_indices_used_len`);
+- a `del` of it;
+- an import of it from another module, or of a module under its name.
+
+A `global` or `nonlocal` declaration binds nothing itself (the binding it
+redirects is the finding), and an attribute (`self.draft_kv_indices_buffer_width
+= ...`) is not the name. KVI003 and KVI004 trust a call by a helper's name
+nowhere in a file that binds the name so (nor in one with a `*` import from a
+module other than the helpers module: it may bind any name). The helpers module is `sglang.srt.speculative.spec_utils` unless the
 `helpers-module` setting names another (`[tool.draft-kv-lint]`,
 `--helpers-module`, flake8's `--kvi-helpers-module`); draft-kv-lint's own
 reference runtime (`lint_plugin.runtime`) is trusted too. Imports from a trusted
@@ -65,6 +83,12 @@ decide.
         ),
         Example("from lint_plugin.runtime import draft_kv_indices_used_len\n"),
         Example("import sglang.srt.speculative.spec_utils as spec_utils\n"),
+        # An attribute is not the name.
+        Example(
+            "class Backend:\n"
+            "    def __init__(self):\n"
+            "        self.draft_kv_indices_buffer_width = len\n"
+        ),
     ),
     invalid=(
         Example(
@@ -81,20 +105,19 @@ decide.
     ),
 )
 
-_KINDS = {"function": "a def", "class": "a class", "assignment": "an assignment"}
-
 
 def decide(checker: Checker) -> None:
+    from lint_plugin import bindings
+
     if checker.settings.is_helpers_file(checker.path):
         return  # the helpers' home defines them
     for binding in checker.facts.helper_bindings:
         node = binding.node
-        kind = _KINDS.get(binding.kind, f"an import from {_module(node)}")
-        if isinstance(node, (ast.ImportFrom, ast.Import)):
-            alias = next(a for a in node.names if (a.asname or a.name) == binding.name)
-            node = alias if hasattr(alias, "lineno") else node
+        kind = bindings.WORDS[binding.kind]
+        if isinstance(binding.statement, ast.ImportFrom):
+            kind = f"an import from {_module(binding.statement)}"
         start, end = checker.span(node)
-        if binding.kind in ("function", "class"):  # the header line, not the body
+        if binding.kind in _BLOCKS:  # the header line, not the body
             end = start + len(checker.source.text[start:end].split("\n", 1)[0])
         message = RULE.message.format(
             name=binding.name, kind=kind, module=checker.settings.helpers_module
@@ -102,7 +125,10 @@ def decide(checker: Checker) -> None:
         checker.add("KVI005", (start, end), message)
 
 
-def _module(node: ast.AST) -> str:
-    if isinstance(node, ast.ImportFrom):
-        return "." * node.level + (node.module or "")
-    return "an import"
+# Bindings whose node holds a body (lint_plugin.bindings' kinds): the finding
+# is its first line.
+_BLOCKS = ("function", "class", "except target")
+
+
+def _module(node: ast.ImportFrom) -> str:
+    return "." * node.level + (node.module or "")

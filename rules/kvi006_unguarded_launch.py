@@ -5,21 +5,21 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.vocabulary import GUARD, KERNEL, USED_LEN, Needs
 from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
+from lint_plugin.roles import Role, role_of_name
 from lint_plugin.rules import Example, Rule
 
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
     from lint_plugin.engine.facts import ClassFacts, FunctionFacts, Launch
 
-arith = lazy("lint_plugin.engine.arith")
+arith = lazy("lint_plugin.algebra.arith")
 facts = lazy("lint_plugin.engine.facts")
 formulas = lazy("lint_plugin.engine.formulas")
 scopes = lazy("lint_plugin.engine.flow.scopes")
-symbolic = lazy("lint_plugin.engine.flow.symbolic")
+symbolic = lazy("lint_plugin.algebra.symbolic")
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
 NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))

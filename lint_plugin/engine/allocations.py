@@ -8,8 +8,8 @@ import functools
 import re
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.roles import Role
 from lint_plugin.records import record
+from lint_plugin.roles import Role
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

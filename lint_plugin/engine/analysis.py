@@ -2,7 +2,7 @@
 
 ``check`` hands it the small regions of a file that can match; the flake8 plugin
 hands it flake8's own tree. Either way each arithmetic expression is flattened
-once into :mod:`lint_plugin.engine.arith` and matched by
+once into :mod:`lint_plugin.algebra.arith` and matched by
 :mod:`lint_plugin.engine.formulas`.
 """
 
@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from lint_plugin import bindings
+from lint_plugin.algebra.arith import AST, AST_OPERATORS, build, name_role
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
     file_allocating_functions,
@@ -22,7 +23,6 @@ from lint_plugin.engine.allocations import (
     is_allocation,
     may_call_allocating,
 )
-from lint_plugin.engine.arith import AST, AST_OPERATORS, build, name_role
 from lint_plugin.engine.bases import inherited_role_attributes
 from lint_plugin.engine.checker import Checker
 from lint_plugin.engine.draft_backend import (
@@ -65,10 +65,10 @@ from lint_plugin.engine.module_scope import (
     ModuleScope,
     TreeModuleScope,
 )
-from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.engine.source import Source, occurrences, rows_of
 from lint_plugin.records import field, record
+from lint_plugin.roles import Role, role_of_name
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.ClassDef, *_FUNCTIONS)

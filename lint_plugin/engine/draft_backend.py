@@ -23,7 +23,7 @@ import ast
 import re
 
 from lint_plugin.engine import vocabulary
-from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.roles import Role, role_of_name
 
 # A class is a multi-step draft backend when its name says so, whatever the prefix:
 # FlashInferMultiStepDraftBackend, TritonMultiStepDraftBackend, a future

@@ -2,7 +2,7 @@
 
 This is the one place that knows ``seq_lens_sum * topk + bs * num_steps`` and
 ``num_seqs * topk * max_context_len``. It works on the neutral tree of
-:mod:`lint_plugin.engine.arith`, so ``check``, flake8, ``fix`` and the proof share it.
+:mod:`lint_plugin.algebra.arith`, so ``check``, flake8, ``fix`` and the proof share it.
 """
 
 from __future__ import annotations
@@ -10,36 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 
-from lint_plugin.engine.arith import Expr, Leaf, Product, Sum, subexpressions
-from lint_plugin.engine.roles import Role
-from lint_plugin.engine.vocabulary import (
-    BUFFER_WIDTH as BUFFER_WIDTH,  # the rules' words
-)
-from lint_plugin.engine.vocabulary import USED_LEN as USED_LEN
+from lint_plugin.algebra.arith import Expr, Leaf, Product, Sum, subexpressions
+from lint_plugin.algebra.helpers import BUFFER_WIDTH as BUFFER_WIDTH
+from lint_plugin.algebra.helpers import HELPER_SLOTS as HELPER_SLOTS
+from lint_plugin.algebra.helpers import HELPER_TERMS as HELPER_TERMS
+from lint_plugin.algebra.helpers import USED_LEN as USED_LEN
 from lint_plugin.records import record
-
-# Parameter names and the role each slot must not be given another strong role in.
-HELPER_SLOTS: dict[str, tuple[tuple[str, Role | None], ...]] = {
-    USED_LEN: (
-        ("seq_lens_sum", Role.SEQ_LENS_SUM),
-        ("topk", Role.TOPK),
-        ("bs", None),
-        ("num_steps", Role.NUM_STEPS),
-    ),
-    BUFFER_WIDTH: (
-        ("num_seqs", None),
-        ("topk", Role.TOPK),
-        ("max_context_len", Role.MAX_CONTEXT_LEN),
-    ),
-}
-
-# Each helper's formula as a sum of products of its slots (indices into
-# HELPER_SLOTS): `seq_lens_sum * topk + bs * num_steps`, `num_seqs * topk *
-# max_context_len`. The fix's gate expands helper calls with it.
-HELPER_TERMS: dict[str, tuple[tuple[int, ...], ...]] = {
-    USED_LEN: ((0, 1), (2, 3)),
-    BUFFER_WIDTH: ((0, 1, 2),),
-}
+from lint_plugin.roles import Role
 
 # Roles strong enough that seeing one in another slot is certainly a mistake.
 _STRONG_ROLES = frozenset(

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 from lint_plugin.engine import syntax, vocabulary
 from lint_plugin.engine.allocations import allocating_functions
-from lint_plugin.engine.roles import role_of_name
 from lint_plugin.records import record
+from lint_plugin.roles import role_of_name
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:

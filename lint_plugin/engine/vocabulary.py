@@ -3,7 +3,7 @@
 A rule declares ``NEEDS`` (a :class:`Needs`): the *clauses* under which a file can
 hold one of its findings (all groups of one clause present; a group is present
 when one of its words is, a role standing for its anchors, see
-:mod:`lint_plugin.engine.roles`), whether it finds things in any statement or only in a
+:mod:`lint_plugin.roles`), whether it finds things in any statement or only in a
 class read whole (a possible draft backend), and the call names whose rows hold
 its facts there. From those alone come:
 
@@ -30,8 +30,11 @@ import functools
 import re
 from collections.abc import Iterable
 
-from lint_plugin.engine.roles import CONTEXT_ROLES, ROLES, Role
+from lint_plugin.algebra.helpers import BUFFER_WIDTH as BUFFER_WIDTH
+from lint_plugin.algebra.helpers import HELPERS as HELPERS
+from lint_plugin.algebra.helpers import USED_LEN as USED_LEN
 from lint_plugin.records import record
+from lint_plugin.roles import CONTEXT_ROLES, ROLES, Role
 
 Word = Role | str
 Group = tuple[Word, ...]
@@ -56,11 +59,8 @@ class Needs:
                     raise TypeError(f"a group is a tuple of roles and words: {group!r}")
 
 
-USED_LEN = "draft_kv_indices_used_len"
-BUFFER_WIDTH = "draft_kv_indices_buffer_width"
 KERNEL = "generate_draft_decode_kv_indices"
 GUARD = "assert_buffer_fits"
-HELPERS = (USED_LEN, BUFFER_WIDTH)
 # Any context size: what KVI003 sizes a row by.
 CONTEXT: Group = tuple(sorted(CONTEXT_ROLES, key=lambda role: role.value))
 # What a multi-step draft backend shows besides its topk: a step count, a

@@ -117,7 +117,7 @@ def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
         "lint_plugin.engine.scan",
         "lint_plugin.engine.analysis",
         "lint_plugin.engine.vocabulary",
-        "lint_plugin.engine.roles",
+        "lint_plugin.roles",
         "symtable",
     )
     cold, status = imported_by(body, watch, cwd=tmp_path)

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.draft_backend import role_attributes
-from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.engine.scan import (
     _QUOTED,
     Layout,
@@ -30,6 +29,7 @@ from lint_plugin.engine.scan import (
     interesting_rows,
 )
 from lint_plugin.engine.source import rows_matching, rows_of
+from lint_plugin.roles import Role, role_of_name
 
 # One character per step: linear, where a repeated run (`[^"\\]+`) inside the
 # group backtracks exponentially on an unterminated string.

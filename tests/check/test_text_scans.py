@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lint_plugin.engine.arith import AST, Leaf, build, name_role
+from lint_plugin.algebra.arith import AST, Leaf, build, name_role
 from lint_plugin.engine.facts import helper_aliases
-from lint_plugin.engine.roles import Role
 from lint_plugin.engine.source import Source, split_lines
+from lint_plugin.roles import Role
 
 # What the rows were found with before: Python's line ends, and only those.
 LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

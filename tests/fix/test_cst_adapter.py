@@ -7,7 +7,7 @@ import ast
 import libcst as cst
 import pytest
 
-from lint_plugin.engine.arith import AST, build
+from lint_plugin.algebra.arith import AST, build
 from lint_plugin.engine.formulas import find_formula_matches, render_call
 from lint_plugin.fix.gate.cst_adapter import CST, code_of
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rule_snippets import codes, full_walk_codes
 
-from lint_plugin.engine.roles import OTHER_PER_STEP_BUFFERS, other_buffer_of
 from lint_plugin.linter import lint_source
+from lint_plugin.roles import OTHER_PER_STEP_BUFFERS, other_buffer_of
 
 
 def test_ordinary_decode_backend_buffer_is_not_a_finding() -> None:

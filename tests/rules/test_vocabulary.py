@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from lint_plugin import codes
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.draft_backend import role_attributes
-from lint_plugin.engine.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
 from lint_plugin.engine.scan import interesting_rows
 from lint_plugin.linter import lint_source
 from lint_plugin.prefilter import could_match
+from lint_plugin.roles import CONTEXT_ROLES, ROLES, Role, role_of_name
 from lint_plugin.rules import NEEDS
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # as the engine sets it

@@ -1,6 +1,6 @@
 """Values on paths: what one expression can be worth, one alternative at a time.
 
-An :class:`Alt` is one value (a :mod:`lint_plugin.engine.flow.symbolic` expression, or a
+An :class:`Alt` is one value (a :mod:`lint_plugin.algebra.symbolic` expression, or a
 :class:`Ref` to something that is no integer) on one path: the branch
 conditions taken (each a literal of :mod:`lint_plugin.engine.flow.dataflow`, in the
 :class:`Frame` it was read in) and the rows of the definitions followed. The
@@ -15,10 +15,10 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 
-from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.algebra import symbolic as sy
+from lint_plugin.algebra.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.flow.scopes import ClassInfo, Scope
-from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
-from lint_plugin.engine.roles import Role
+from lint_plugin.roles import Role
 
 MAX_ALTS = 32
 

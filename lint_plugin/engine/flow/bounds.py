@@ -1,12 +1,12 @@
 """Sound bounds on symbolic values, and concrete counterexamples.
 
-Two questions about a value ``v`` (:mod:`lint_plugin.engine.flow.symbolic`) and a goal
+Two questions about a value ``v`` (:mod:`lint_plugin.algebra.symbolic`) and a goal
 ``g``:
 
 * *Is ``v >= g`` for every positive value of the symbols?* :func:`proves` answers
   yes only with a proof: a polynomial lower bound ``L`` of ``v`` (rational
   coefficients, kept as an integer polynomial over a positive denominator, in
-  :mod:`lint_plugin.fix.gate.poly`'s type) such that ``L - g``, rewritten in
+  :mod:`lint_plugin.algebra.polynomial`'s type) such that ``L - g``, rewritten in
   ``symbol - 1 >= 0``, has no negative coefficient. Each operator bounds soundly:
   ``max`` is at least each argument, ``min`` at least a common lower bound,
   ``x // k >= (x - k + 1) / k``, ``cdiv(x, b) * b >= x``, a product of
@@ -28,7 +28,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from lint_plugin.engine.flow.symbolic import (
+from lint_plugin.algebra import polynomial as poly
+from lint_plugin.algebra.polynomial import Poly
+from lint_plugin.algebra.symbolic import (
     Const,
     Expr,
     Op,
@@ -42,9 +44,7 @@ from lint_plugin.engine.flow.symbolic import (
     symbols,
     tests_none,
 )
-from lint_plugin.engine.roles import Role
-from lint_plugin.fix.gate import poly
-from lint_plugin.fix.gate.poly import Poly
+from lint_plugin.roles import Role
 
 Bound = tuple[Poly, int]  # (numerator, positive denominator)
 _CAP = 6  # bounds kept per sub-expression; losing one loses a proof, never soundness

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.algebra import symbolic as sy
+from lint_plugin.algebra.symbolic import Expr, Op, Tup
 from lint_plugin.engine.flow.alternatives import (
     SERIAL,
     Alt,
@@ -27,7 +28,6 @@ from lint_plugin.engine.flow.alternatives import (
 )
 from lint_plugin.engine.flow.known_values import last_name
 from lint_plugin.engine.flow.scopes import REACH, ClassInfo, Scope, is_staticmethod
-from lint_plugin.engine.flow.symbolic import Expr, Op, Tup
 from lint_plugin.engine.formulas import HELPER_SLOTS
 
 MAX_DEPTH = 4  # calls followed inside calls

@@ -12,10 +12,10 @@ import ast
 import builtins
 from collections.abc import Callable
 
-from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.algebra import symbolic as sy
+from lint_plugin.algebra.symbolic import Expr, Sym
 from lint_plugin.engine.flow.alternatives import Alt, Ref
-from lint_plugin.engine.flow.symbolic import Expr, Sym
-from lint_plugin.engine.roles import CONTEXT_ROLES, Role, role_of_name
+from lint_plugin.roles import CONTEXT_ROLES, Role, role_of_name
 
 # Roles whose `self.` attribute is the class's own, by its name: the kernel is
 # launched with it, whatever it was assigned from.

@@ -16,6 +16,8 @@ import itertools
 import math
 from collections.abc import Callable
 
+from lint_plugin.algebra import symbolic as sy
+from lint_plugin.algebra.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.allocations import (
     file_allocating_functions,
     file_allocator_aliases,
@@ -23,7 +25,6 @@ from lint_plugin.engine.allocations import (
     may_call_allocating,
 )
 from lint_plugin.engine.facts import ModuleFacts
-from lint_plugin.engine.flow import symbolic as sy
 from lint_plugin.engine.flow.alternatives import MAX_ALTS, Alt, Frame, Ref, is_int
 from lint_plugin.engine.flow.known_values import (
     ALLOCATORS,
@@ -39,9 +40,8 @@ from lint_plugin.engine.flow.step_counts import (
     may_hold_steps,
     unwalked_call_test,
 )
-from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.flow.widths import Analysis
-from lint_plugin.engine.roles import Role, other_buffer_of
+from lint_plugin.roles import Role, other_buffer_of
 
 
 class Row:

@@ -15,17 +15,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+from lint_plugin.algebra import symbolic
+from lint_plugin.algebra.symbolic import Const, Expr, Op, holds
 from lint_plugin.engine.facts import Allocation, ModuleFacts
-from lint_plugin.engine.flow import symbolic
 from lint_plugin.engine.flow.bounds import evaluable, find_witness, proves, values_of
 from lint_plugin.engine.flow.dataflow import literal_order
 from lint_plugin.engine.flow.per_step_rows import InnerCalls, Row, allocation_rows
-from lint_plugin.engine.flow.symbolic import Const, Expr, Op, holds
 from lint_plugin.engine.flow.widths import Analysis
 from lint_plugin.engine.formulas import BUFFER_WIDTH
-from lint_plugin.engine.roles import CONTEXT_ROLES, Role, other_buffer_of
 from lint_plugin.engine.source import one_line
 from lint_plugin.records import field, record
+from lint_plugin.roles import CONTEXT_ROLES, Role, other_buffer_of
 
 
 @record

@@ -20,7 +20,7 @@ from lint_plugin.engine.flow.known_values import (
     PASSING,
 )
 from lint_plugin.engine.flow.widths import Analysis
-from lint_plugin.engine.roles import Role, role_of_name
+from lint_plugin.roles import Role, role_of_name
 
 
 def may_hold_steps(

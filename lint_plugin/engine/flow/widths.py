@@ -2,7 +2,7 @@
 
 :meth:`Analysis.values` reads an ``ast`` expression as the alternatives
 (:class:`lint_plugin.engine.flow.alternatives.Alt`) it can take: each a symbolic value
-(:mod:`lint_plugin.engine.flow.symbolic`), the branch conditions of its path and the
+(:mod:`lint_plugin.algebra.symbolic`), the branch conditions of its path and the
 rows of the definitions followed. Names are followed through every reaching definition
 (:mod:`lint_plugin.engine.flow.dataflow`), ``self.`` attributes through every assignment
 in the class and its bases of the file, module names through the module
@@ -25,7 +25,8 @@ import itertools
 import re
 from collections.abc import Callable, Sequence
 
-from lint_plugin.engine.flow import symbolic as sy
+from lint_plugin.algebra import symbolic as sy
+from lint_plugin.algebra.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.flow.alternatives import (
     MAX_ALTS,
     OPERATORS,
@@ -66,10 +67,9 @@ from lint_plugin.engine.flow.known_values import (
     named_value,
 )
 from lint_plugin.engine.flow.scopes import ClassInfo, Scope
-from lint_plugin.engine.flow.symbolic import Const, Expr, Op, Sym, Tup
 from lint_plugin.engine.module_scope import ModuleScope
-from lint_plugin.engine.roles import Role, role_of_member, role_of_name
 from lint_plugin.engine.source import Source, one_line
+from lint_plugin.roles import Role, role_of_member, role_of_name
 
 
 class Analysis(CallValues):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from lint_plugin.engine.arith import Adapter
+from lint_plugin.algebra.arith import Adapter
 
 _OPS = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*"}
 

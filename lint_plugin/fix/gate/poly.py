@@ -20,7 +20,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping, Sequence
 
-from lint_plugin.engine.formulas import HELPER_SLOTS, HELPER_TERMS
+from lint_plugin.algebra import polynomial
+from lint_plugin.algebra.helpers import HELPER_SLOTS, HELPER_TERMS
+from lint_plugin.algebra.polynomial import Poly
 
 # Helper -> its parameters and its formula as sums of products of parameter
 # indices, as the matching engine (formulas.py) defines them.
@@ -28,12 +30,6 @@ HELPER_FORMULAS: Mapping[str, tuple[tuple[str, ...], tuple[tuple[int, ...], ...]
     helper: (tuple(name for name, _ in slots), HELPER_TERMS[helper])
     for helper, slots in HELPER_SLOTS.items()
 }
-
-# A product of sums can multiply out exponentially; past this many monomials the
-# expression is compared by structure instead (equal only if spelled the same).
-MAX_MONOMIALS = 4096
-
-Poly = dict[tuple[int, ...], int]  # sorted atom ids -> coefficient
 
 # What an atom is made of when reading it can neither have an effect nor see one
 # but through what it reads: names, attributes, subscripts, constants, displays,
@@ -71,10 +67,6 @@ _PURE_BASES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpo
 _LITERAL_FIELDS = frozenset({"annotation", "returns"})
 
 Trace = tuple  # (pure atoms, effect, pure atoms, effect, ..., pure atoms)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 class _Sum:
@@ -174,7 +166,9 @@ class Canonicalizer:
         return None
 
     def _negated(self, result: object, sign: int) -> _Sum:
-        return _Sum(_scale(self._as_poly(result), sign), self._trace(result))
+        return _Sum(
+            polynomial.scale(self._as_poly(result) or {}, sign), self._trace(result)
+        )
 
     def _binop(self, operator: type, args: Sequence[object]) -> object:
         left, right = (self._as_poly(a) for a in args)
@@ -182,12 +176,12 @@ class Canonicalizer:
             return self._fallback(operator, args)
         trace = self._joined(args)
         if operator is ast.Add:
-            return _Sum(_add(left, right, 1), trace)
+            return _Sum(polynomial.add(left, right), trace)
         if operator is ast.Sub:
-            return _Sum(_add(left, right, -1), trace)
+            return _Sum(polynomial.subtract(left, right), trace)
         try:
-            return _Sum(_multiply(left, right), trace)
-        except _TooLarge:
+            return _Sum(polynomial.multiply(left, right), trace)
+        except polynomial.TooLarge:
             return self._fallback(operator, args)
 
     def _formula(
@@ -201,9 +195,9 @@ class Canonicalizer:
             for indices in terms:
                 product: Poly = {(): 1}
                 for index in indices:
-                    product = _multiply(product, polys[index])
-                total = _add(total, product, 1)
-        except _TooLarge:
+                    product = polynomial.multiply(product, polys[index])
+                total = polynomial.add(total, product)
+        except polynomial.TooLarge:
             return self._generic_id(name, args)
         return _Sum(total, self._joined(args))
 
@@ -236,7 +230,7 @@ class Canonicalizer:
         joined: Trace = (frozenset(),)
         for result, trace in zip(results, traces, strict=True):
             if trace is None:
-                trace = (frozenset(_atoms(self._as_poly(result))),)
+                trace = (frozenset(polynomial.atoms(self._as_poly(result))),)
             joined = (*joined[:-1], joined[-1] | trace[0], *trace[1:])
         return joined
 
@@ -296,41 +290,7 @@ class Canonicalizer:
         return result  # type: ignore[return-value]
 
 
-def _atoms(poly: Poly | None) -> set[int]:
-    return {atom for monomial in poly or () for atom in monomial}
-
-
 _BINOPS = (ast.Add, ast.Sub, ast.Mult)
-
-
-def _accumulate(total: Poly, monomial: tuple[int, ...], coefficient: int) -> None:
-    """Add a term, dropping a monomial whose coefficient cancels to zero."""
-    value = total.get(monomial, 0) + coefficient
-    if value:
-        total[monomial] = value
-    else:
-        total.pop(monomial, None)
-
-
-def _add(left: Poly, right: Poly, sign: int) -> Poly:
-    total = dict(left)
-    for monomial, coefficient in right.items():
-        _accumulate(total, monomial, sign * coefficient)
-    return total
-
-
-def _scale(poly: Poly | None, factor: int) -> Poly:
-    return {m: c * factor for m, c in (poly or {}).items()}
-
-
-def _multiply(left: Poly, right: Poly) -> Poly:
-    if len(left) * len(right) > MAX_MONOMIALS:
-        raise _TooLarge
-    total: Poly = {}
-    for m1, c1 in left.items():
-        for m2, c2 in right.items():
-            _accumulate(total, tuple(sorted(m1 + m2)), c1 * c2)
-    return total
 
 
 def helper_arguments(
@@ -356,75 +316,3 @@ def helper_arguments(
     if len(values) != len(params):
         return None
     return helper, [values[p] for p in params]
-
-
-# ---- polynomials as values -------------------------------------------------
-# The width analysis (:mod:`lint_plugin.engine.flow.bounds`) reads the same polynomials
-# as bounds on a value: atoms are its symbols' ids, and a polynomial is known to be
-# non-negative for all positive symbols when shifting each symbol to its least value
-# leaves no negative coefficient.
-
-TooLarge = _TooLarge  # raised by ``multiply`` past MAX_MONOMIALS
-
-
-def constant(value: int) -> Poly:
-    return {(): value} if value else {}
-
-
-def variable(atom: int) -> Poly:
-    return {(atom,): 1}
-
-
-def add(left: Poly, right: Poly) -> Poly:
-    return _add(left, right, 1)
-
-
-def subtract(left: Poly, right: Poly) -> Poly:
-    return _add(left, right, -1)
-
-
-def multiply(left: Poly, right: Poly) -> Poly:
-    """``left * right``; raises ``TooLarge`` past ``MAX_MONOMIALS`` terms."""
-    return _multiply(left, right)
-
-
-def scale(poly: Poly, factor: int) -> Poly:
-    return {m: c * factor for m, c in poly.items() if c * factor}
-
-
-def substitute(poly: Poly, values: Mapping[int, Poly]) -> Poly:
-    """``poly`` with each atom in ``values`` replaced by its polynomial."""
-    total: Poly = {}
-    for monomial, coefficient in poly.items():
-        product: Poly = {(): coefficient}
-        kept: list[int] = []
-        for atom in monomial:
-            if atom in values:
-                product = _multiply(product, values[atom])
-            else:
-                kept.append(atom)
-        if kept:
-            product = _multiply(product, {tuple(kept): 1})
-        total = _add(total, product, 1)
-    return total
-
-
-def is_nonnegative(poly: Poly, least: Mapping[int, int]) -> bool:
-    """A sufficient test that ``poly >= 0`` wherever each atom ``a`` is an integer
-    of at least ``least[a]`` (1 when not given): written in ``a - least[a] >= 0``
-    instead of ``a``, no coefficient is negative."""
-    atoms = {atom for monomial in poly for atom in monomial}
-    shifted = substitute(
-        poly, {a: _add({(a,): 1}, constant(least.get(a, 1)), 1) for a in atoms}
-    )
-    return all(coefficient >= 0 for coefficient in shifted.values())
-
-
-def evaluate(poly: Poly, values: Mapping[int, int]) -> int:
-    total = 0
-    for monomial, coefficient in poly.items():
-        term = coefficient
-        for atom in monomial:
-            term *= values[atom]
-        total += term
-    return total

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Mapping
 
-from lint_plugin.engine.roles import Role, role_of_name
 from lint_plugin.records import record
+from lint_plugin.roles import Role, role_of_name
 
 
 @record(frozen=True, eq=False)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from lint_plugin.engine.arith import Adapter
-from lint_plugin.engine.roles import Role
+from lint_plugin.algebra.arith import Adapter
+from lint_plugin.algebra.helpers import HELPER_TERMS
+from lint_plugin.roles import Role
 
 
 class Expr:
@@ -227,8 +228,6 @@ def tests_none(expr: Expr) -> bool:
 
 def helper_formula(expr: Op) -> Expr:
     """A helper call as its formula of its arguments' values."""
-    from lint_plugin.engine.formulas import HELPER_TERMS
-
     return add(
         *(mul(*(expr.args[i] for i in term)) for term in HELPER_TERMS[expr.info])
     )
@@ -406,7 +405,7 @@ def replace(expr: Expr, values: Mapping[Expr, Expr]) -> Expr:
     return expr
 
 
-# ---- values read as the formulas' neutral tree (lint_plugin.engine.arith) ----------
+# ---- values read as the formulas' neutral tree (lint_plugin.algebra.arith) ----------
 
 
 def _symbolic_binop(node):
