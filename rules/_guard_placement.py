@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from lint_plugin import statements
 from lint_plugin.engine.facts import FunctionFacts, Position, position
 from lint_plugin.engine.source import Source
 from lint_plugin.records import record
@@ -104,10 +105,7 @@ def _branch(function: ast.AST, statement: ast.stmt | None):
     if statement is None:
         return None
     for node in ast.walk(function):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list):
-                continue
+        for block in statements.blocks(node):
             for index, child in enumerate(block):
                 if (
                     isinstance(child, ast.If)

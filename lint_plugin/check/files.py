@@ -32,6 +32,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from lint_plugin.config.globs import GitIgnore, PatternList
+from lint_plugin.config.table import DEFAULT_EXCLUDE
 from lint_plugin.findings import FileError
 from lint_plugin.records import field, record
 from lint_plugin.source_files import display_path, missing_reason
@@ -40,23 +41,6 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 # Never walked into, whatever the configuration says: version-control metadata.
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
-# The default ``exclude`` (ruff's idea, our list): nobody wants findings from vendored
-# or generated code, and walking a cache or node_modules costs seconds per commit.
-DEFAULT_EXCLUDE = (
-    "__pycache__",
-    "build",
-    "dist",
-    ".tox",
-    ".nox",
-    ".eggs",
-    "node_modules",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".cache",
-    "site-packages",
-    "__pypackages__",
-)
 # Conventional virtualenv names; skipped only when they look like one (pyvenv.cfg or
 # bin/activate), so a package that happens to be called ``env`` is still checked.
 VENV_NAMES = frozenset({".venv", "venv", "env"})

@@ -17,9 +17,9 @@ from lint_plugin.cli.common import (
     run_settings,
 )
 from lint_plugin.cli.quick import VALUE, Command, Option, switch
+from lint_plugin.config.table import OUTPUT_FORMATS
 from lint_plugin.engine.source import normalised
 from lint_plugin.errors import RunError, UsageError
-from lint_plugin.output import OUTPUT_FORMATS
 
 TYPE_CHECKING = False  # typing itself costs milliseconds at every start
 

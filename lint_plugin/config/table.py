@@ -37,7 +37,6 @@ import re
 import sys
 
 from lint_plugin.findings import FileError
-from lint_plugin.output import OUTPUT_FORMATS
 from lint_plugin.records import record
 from lint_plugin.source_files import read_regular_file
 
@@ -63,6 +62,34 @@ _BOOL_KEYS = ("force-exclude", "respect-gitignore")
 # Where the helpers (and KVI006's guard) are trusted from.
 _MODULE_KEYS = ("helpers-module", "guard-module")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+# The default ``exclude`` (ruff's idea, our list): nobody wants findings from vendored
+# or generated code, and walking a cache or node_modules costs seconds per commit.
+DEFAULT_EXCLUDE = (
+    "__pycache__",
+    "build",
+    "dist",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".cache",
+    "site-packages",
+    "__pypackages__",
+)
+# What ``output-format`` may name (``lint_plugin.output`` writes each).
+OUTPUT_FORMATS = (
+    "text",
+    "concise",
+    "full",
+    "json",
+    "json-lines",
+    "github",
+    "sarif",
+)
 
 
 class ConfigError(Exception):
@@ -90,8 +117,6 @@ class Config:
 
     def exclusions(self) -> tuple[str, ...]:
         """The skip list: ``exclude`` (or the defaults) and ``extend-exclude``."""
-        from lint_plugin.check.files import DEFAULT_EXCLUDE
-
         base = DEFAULT_EXCLUDE if self.exclude is None else self.exclude
         return (*base, *self.extend_exclude)
 

@@ -14,7 +14,7 @@ import itertools
 from collections import deque
 from collections.abc import Sequence
 
-from lint_plugin import bindings
+from lint_plugin import bindings, statements
 from lint_plugin.algebra.arith import AST, AST_OPERATORS, build, name_role
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
@@ -133,24 +133,6 @@ def _kind_of(kind: type) -> _Kind:
 def _walked(kind: type) -> bool:
     found = _WALKED[kind] = issubclass(kind, ast.AST) and not issubclass(kind, _LEAVES)
     return found
-
-
-# The fields of a statement that hold statements, handlers or cases, in the
-# order of ``_fields`` (every kind lists them in this relative order).
-_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-_BLOCKS_OF: dict[type, tuple[str, ...]] = {}
-
-
-def _blocks(node: ast.stmt):
-    """The statements, handlers and cases ``Walker.visit`` walks of a statement,
-    without going through its expressions (a skipped statement of a class read
-    whole)."""
-    kind = type(node)
-    fields = _BLOCKS_OF.get(kind)
-    if fields is None:
-        fields = _BLOCKS_OF[kind] = tuple(f for f in _BLOCK_FIELDS if f in kind._fields)
-    for name in fields:
-        yield from getattr(node, name)
 
 
 def _text_kept(node: ast.AST, source: Source) -> list[ast.AST]:
@@ -307,7 +289,7 @@ class Walker:
                 # is recorded, but expressions are only walked where a row
                 # names a role, an allocator, the kernel or the guard.
                 self._remember_statement(node, ctx)
-                for child in _blocks(node):
+                for child in statements.children(node):
                     self.visit(child, ctx, False)
             return  # the common case: a statement that names nothing we match
         if (
@@ -639,7 +621,7 @@ def _scope(
         statement = pending.popleft()
         # Its statements and handlers, in ``iter_child_nodes``' order; a
         # ``match``'s cases are not looked into.
-        for child in _blocks(statement):
+        for child in statements.children(statement):
             if not isinstance(child, ast.match_case) and _mentions(rows, child):
                 pending.append(child)
         if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 
 from lint_plugin.engine.source import Source
+from lint_plugin.statements import children
 
 _BLOCKS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -61,11 +62,7 @@ class ModuleScope:
                 if any(alias.name == "*" for alias in node.names):
                     found.append(node)
             elif not isinstance(node, (*_BLOCKS, LazyBlock)):
-                inner = [
-                    child
-                    for name in ("body", "handlers", "orelse", "finalbody", "cases")
-                    for child in getattr(node, name, None) or ()
-                ]
+                inner = list(children(node))
                 pending.extend(reversed(inner))
         return found
 

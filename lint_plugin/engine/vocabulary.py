@@ -30,6 +30,7 @@ import functools
 import re
 from collections.abc import Iterable
 
+from lint_plugin import allocators
 from lint_plugin.algebra.helpers import BUFFER_WIDTH as BUFFER_WIDTH
 from lint_plugin.algebra.helpers import HELPERS as HELPERS
 from lint_plugin.algebra.helpers import USED_LEN as USED_LEN
@@ -67,20 +68,7 @@ CONTEXT: Group = tuple(sorted(CONTEXT_ROLES, key=lambda role: role.value))
 # launch of the index kernel, or a name saying so (draft_backend.DRAFT_CLASS).
 DRAFT_CLASS: Group = (Role.NUM_STEPS, KERNEL, "MultiStep")
 # The torch allocators and the tensor methods that allocate (KVI003's facts).
-ALLOCATOR_WORDS = (
-    "empty",
-    "zeros",
-    "ones",
-    "full",
-    "empty_strided",
-    "rand",
-    "randn",
-    "randint",
-    "new_empty",
-    "new_zeros",
-    "new_ones",
-    "new_full",
-)
+ALLOCATOR_WORDS = (*allocators.TORCH_ALLOCATORS, *allocators.TENSOR_ALLOCATORS)
 
 
 _DECLARED: dict[str, Needs] = {}

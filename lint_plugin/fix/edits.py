@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from lint_plugin.engine.source import COMMENT
 from lint_plugin.findings import Edit
+from lint_plugin.statements import BLOCK_FIELDS
 
 
 def header_last_row(tree: ast.Module) -> int:
@@ -64,9 +65,6 @@ def offsets(edit: Edit, starts: Sequence[int]) -> tuple[int, int]:
     )
 
 
-_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
 def iter_statements(tree: ast.AST) -> Iterator[ast.stmt]:
     """Every statement in ``tree``, in no particular order. Statements live only
     in statement lists (and the handlers' and cases' bodies), so expressions,
@@ -74,7 +72,7 @@ def iter_statements(tree: ast.AST) -> Iterator[ast.stmt]:
     pending = [tree]
     while pending:
         node = pending.pop()
-        for name in _STATEMENT_LISTS:
+        for name in BLOCK_FIELDS:
             children = getattr(node, name, None)
             if type(children) is not list:
                 continue  # `IfExp.body` is an expression, never pushed anyway

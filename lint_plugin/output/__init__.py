@@ -7,8 +7,9 @@ filtered, sorted findings and returns what goes to stdout; file errors always go
 stderr, one ``path: error: reason`` line each, whatever the format (the CLI prints
 them).
 
-This package must stay cheap to import: ``config`` imports ``OUTPUT_FORMATS`` on every
-run, so nothing here imports ``json`` or the rule catalogue at module level.
+The formats are the configuration's (``config.table.OUTPUT_FORMATS``). This package
+must stay cheap to import: nothing here imports ``json`` or the rule catalogue at
+module level.
 """
 
 from __future__ import annotations
@@ -16,16 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lint_plugin.findings import Finding
-
-OUTPUT_FORMATS = (
-    "text",
-    "concise",
-    "full",
-    "json",
-    "json-lines",
-    "github",
-    "sarif",
-)
 
 
 def render(

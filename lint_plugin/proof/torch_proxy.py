@@ -19,22 +19,16 @@ from typing import Any
 
 import torch
 
+from lint_plugin import allocators
+
 from .record import Recorder
 
 # Allocators whose results are recorded. ``*_like`` keep their input's device
 # unless told otherwise, which is already the harness device.
 ALLOCATORS = (
-    "empty",
-    "zeros",
-    "ones",
-    "full",
-    "empty_strided",
-    "arange",
-    "tensor",
-    "empty_like",
-    "zeros_like",
-    "ones_like",
-    "full_like",
+    *(a for a in allocators.TORCH_ALLOCATORS if a not in allocators.RANDOM),
+    *allocators.MADE_FROM_VALUES,
+    *allocators.SHAPED_LIKE,
 )
 UNINITIALISED = ("empty", "empty_strided", "empty_like")
 POISON = -1  # what torch.empty "contains" here: deterministic and never a slot id

@@ -68,7 +68,6 @@ class ClassProof:
     overruns_before: int = 0
     overruns_after: int = 0
     widened: int = 0  # cases equal only to the original widened at KVI003 sites
-    unsized_overran: int = 0  # widened cases whose original overran
     wall_overran: int = 0  # wall cases in which both sides overran alike
     guarded: int = 0  # wall cases the rewrite's guard stopped (GUARDED)
     refused: int = 0  # cases whose __init__ refused the configuration (both)
@@ -399,7 +398,6 @@ def _count(
     proof.kinds.append(kind)
     if kind == WIDENED:
         proof.widened += 1
-        proof.unsized_overran += bool(before.overruns)
     if kind == GUARDED:
         proof.guarded += 1
     elif params.at_wall and before.overruns and after.overruns:

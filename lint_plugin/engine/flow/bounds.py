@@ -40,7 +40,6 @@ from lint_plugin.algebra.symbolic import (
     helper_formula,
     holds,
     replace,
-    role_symbol,
     symbols,
     tests_none,
 )
@@ -466,10 +465,6 @@ def find_witness(
         except Undefined:
             continue
     return None
-
-
-def goal_symbol(role: Role, text: str) -> Sym:
-    return role_symbol(role, text)
 
 
 def values_of(binding: Mapping[str, int], syms: Iterable[Sym]) -> list[tuple[str, int]]:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator, Sequence
 
+from lint_plugin import statements
+
 _MAX_FACTS = 48
 _MAX_LOOP_ROUNDS = 4
 
@@ -704,7 +706,7 @@ class BodyIndex:
             if kind in _COMPOUND:
                 own = Summary()
                 own.targets(stmt)
-                for block in _blocks_of(stmt):
+                for block in statements.blocks(stmt):
                     self._index(block, stmt, own)
                 summaries[id(stmt)] = own
                 into.add(own)
@@ -720,30 +722,10 @@ class BodyIndex:
                 into.add(own)
 
 
-def _blocks_of(stmt: ast.stmt) -> Iterator[Sequence[ast.stmt]]:
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(stmt, field, None)
-        if block:
-            yield block
-    for handler in getattr(stmt, "handlers", ()):
-        yield handler.body
-    for case in getattr(stmt, "cases", ()):
-        yield case.body
-
-
 _NO_DESCENT = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 _TRY = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
-
-
-def _children_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
-    for field in ("body", "orelse", "finalbody"):
-        yield from getattr(stmt, field, ())
-    for handler in getattr(stmt, "handlers", ()):
-        yield from handler.body
-    for case in getattr(stmt, "cases", ()):
-        yield from case.body
 
 
 def _carries(fact: Fact, stmt: ast.AugAssign) -> bool:
@@ -771,7 +753,7 @@ def _strip(facts: Iterable[Fact], inner: set[int]) -> list[Fact]:
     )
 
 
-_BODY_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BODY_FIELDS = frozenset(statements.BLOCK_FIELDS)
 
 
 def _own_expressions(stmt: ast.stmt) -> Iterator[ast.AST]:

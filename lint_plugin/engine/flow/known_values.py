@@ -12,6 +12,7 @@ import ast
 import builtins
 from collections.abc import Callable
 
+from lint_plugin import allocators
 from lint_plugin.algebra import symbolic as sy
 from lint_plugin.algebra.symbolic import Expr, Sym
 from lint_plugin.engine.flow.alternatives import Alt, Ref
@@ -22,12 +23,10 @@ from lint_plugin.roles import CONTEXT_ROLES, Role, role_of_name
 NAMED_ATTRIBUTES = frozenset({Role.TOPK, Role.NUM_STEPS}) | CONTEXT_ROLES
 
 
-TORCH_ALLOCATORS = frozenset(
-    {"empty", "zeros", "ones", "full", "empty_strided", "rand", "randn", "randint"}
-)
+TORCH_ALLOCATORS = frozenset(allocators.TORCH_ALLOCATORS)
 
 
-TENSOR_ALLOCATORS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full"})
+TENSOR_ALLOCATORS = frozenset(allocators.TENSOR_ALLOCATORS)
 
 
 ALLOCATORS = TORCH_ALLOCATORS | TENSOR_ALLOCATORS

@@ -13,6 +13,7 @@ import ast
 import bisect
 from collections.abc import Iterator, Sequence
 
+from lint_plugin import statements
 from lint_plugin.engine.flow.dataflow import (
     UNBOUND,
     BodyIndex,
@@ -216,36 +217,12 @@ def _locate(body: Sequence[ast.stmt], node: ast.AST) -> list[ast.stmt]:
         chain.append(stmt)
         if stmt is node or isinstance(stmt, _SCOPES):
             return chain
-        block = list(_inner_statements(stmt))
+        block = list(statements.nested_statements(stmt))
     return chain
 
 
 def _start(stmt: ast.stmt) -> tuple[int, int]:
     return (stmt.lineno, stmt.col_offset)
-
-
-def _inner_statements(stmt: ast.stmt) -> Iterator[ast.stmt]:
-    for field in ("body", "orelse", "finalbody"):
-        yield from getattr(stmt, field, ())
-    for handler in getattr(stmt, "handlers", ()):
-        yield from handler.body
-    for case in getattr(stmt, "cases", ()):
-        yield from case.body
-
-
-def statements_in(
-    body: Sequence[ast.stmt],
-) -> Iterator[tuple[ast.stmt, ast.AST | None]]:
-    """Every statement under ``body`` with the innermost function holding it
-    (None at the top), nested functions included."""
-    pending: list[tuple[ast.stmt, ast.AST | None]] = [(s, None) for s in body]
-    while pending:
-        stmt, function = pending.pop()
-        yield stmt, function
-        inner = stmt if isinstance(stmt, FUNCTIONS) else function
-        if isinstance(stmt, ast.ClassDef):
-            continue
-        pending.extend((s, inner) for s in _inner_statements(stmt))
 
 
 class ClassInfo:
@@ -435,7 +412,7 @@ def _at_row(body: Sequence[ast.stmt], row: int) -> list[ast.stmt]:
             # read, and one whose block ends above the row cannot hold it.
             if stmt.lineno <= row and within(stmt, row) and row <= stmt.end_lineno:
                 chain.append(stmt)
-                block = list(_inner_statements(stmt))
+                block = list(statements.nested_statements(stmt))
                 break
         else:
             break
