@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from lint_plugin.statements import BLOCK_FIELDS
 from lint_plugin.records import record
 
 # Kinds, and how a message names them.
@@ -92,11 +93,9 @@ WORDS = {
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-# Scopes of their own among expressions.
-_EXPRESSION_SCOPES = (ast.Lambda, *_COMPREHENSIONS)
 # The fields of a statement, handler or case that hold statements, handlers or
 # cases (the blocks :func:`own` leaves to their own statements).
-_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCKS = frozenset(BLOCK_FIELDS)
 _TYPE_ALIAS = getattr(ast, "TypeAlias", None)  # 3.12
 _TYPE_PARAMS = tuple(
     getattr(ast, name) for name in ("TypeVar", "ParamSpec", "TypeVarTuple")
@@ -136,7 +135,8 @@ def own(node: ast.AST) -> Iterator[NameBinding]:
     case) makes itself: its targets, its name, its parameters, and every
     binding in the expressions it evaluates (walruses, and the lambdas and
     comprehensions there), but none of the statements, handlers or cases in
-    its blocks. In source order."""
+    its blocks. In the order Python binds them (a def's defaults before its
+    name, a value's walruses before the targets)."""
     out: list[NameBinding] = []
     _own(node, out)
     return iter(out)
@@ -152,7 +152,7 @@ def statement(node: ast.stmt) -> Iterator[NameBinding]:
 
 def all_bindings(tree: ast.AST) -> list[NameBinding]:
     """Every binding in ``tree`` (a module, or a statement) and in every scope
-    nested in it, in source order, each with ``scope`` (where it binds:
+    nested in it, statement by statement, each with ``scope`` (where it binds:
     ``global`` and ``nonlocal`` applied) and ``lexical`` (where it is
     written) set: a ``Module``, def, ``Lambda``, comprehension or
     ``ClassDef``; None for the scope around a ``tree`` that is not a module."""
@@ -302,26 +302,33 @@ def _targets(target: ast.AST, kind: str, out: list[NameBinding]) -> None:
 
 
 def _pattern(pattern: ast.AST, out: list[NameBinding]) -> None:
-    pending = [pattern]
+    """A ``match`` pattern's captures, in source order (a capture's binding is
+    queued after its sub-pattern's)."""
+    pending: list[ast.AST | NameBinding] = [pattern]
     while pending:
         node = pending.pop()
+        if isinstance(node, NameBinding):
+            out.append(node)
+            continue
+        later: list[ast.AST | NameBinding] = []
         if isinstance(node, ast.MatchAs):
             if node.pattern is not None:
-                pending.append(node.pattern)
+                later.append(node.pattern)
             if node.name is not None:
-                out.append(NameBinding(node.name, node, MATCH))
+                later.append(NameBinding(node.name, node, MATCH))
         elif isinstance(node, ast.MatchStar):
             if node.name is not None:
-                out.append(NameBinding(node.name, node, MATCH))
+                later.append(NameBinding(node.name, node, MATCH))
         elif isinstance(node, ast.MatchMapping):
-            pending.extend(reversed(node.patterns))
+            later.extend(node.patterns)
             if node.rest is not None:
-                out.append(NameBinding(node.rest, node, MATCH))
+                later.append(NameBinding(node.rest, node, MATCH))
         elif isinstance(node, (ast.MatchSequence, ast.MatchOr)):
-            pending.extend(reversed(node.patterns))
+            later.extend(node.patterns)
         elif isinstance(node, ast.MatchClass):
-            pending.extend(reversed([*node.patterns, *node.kwd_patterns]))
+            later.extend((*node.patterns, *node.kwd_patterns))
         # MatchValue, MatchSingleton: a value, nothing bound.
+        pending.extend(reversed(later))
 
 
 def _expressions(node: ast.AST | None, walrus: ast.AST | None, out) -> None:

@@ -46,7 +46,9 @@ A `global` or `nonlocal` declaration binds nothing itself (the binding it
 redirects is the finding), and an attribute (`self.draft_kv_indices_buffer_width
 = ...`) is not the name. KVI003 and KVI004 trust a call by a helper's name
 nowhere in a file that binds the name so (nor in one with a `*` import from a
-module other than the helpers module: it may bind any name). The helpers module is `sglang.srt.speculative.spec_utils` unless the
+module other than the helpers module: it may bind any name).
+
+The helpers module is `sglang.srt.speculative.spec_utils` unless the
 `helpers-module` setting names another (`[tool.draft-kv-lint]`,
 `--helpers-module`, flake8's `--kvi-helpers-module`); draft-kv-lint's own
 reference runtime (`lint_plugin.runtime`) is trusted too. Imports from a trusted

@@ -51,6 +51,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from lint_plugin import bindings
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.engine.source import normalised
 
@@ -299,26 +300,21 @@ class ModuleNames:
                 # The helper itself; it calls no code back (a computation).
                 what = "its definition"
                 yield node.name, _Binding(index, row, top, node.name, False, what, True)
-                return
-            yield node.name, _Binding(index, row, top, what=what)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            yield node.name, _Binding(index, row, top, what="an `except ... as`")
-        else:
-            targets: list[ast.AST] = []
-            if isinstance(node, ast.Assign):
-                targets = node.targets
-            elif isinstance(
-                node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)
-            ):
-                targets = [node.target]
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                targets = [i.optional_vars for i in node.items if i.optional_vars]
-            elif isinstance(node, ast.Delete):
-                targets = node.targets
-            for target in targets:
-                for name in _target_names(target):
-                    what = "`del`" if isinstance(node, ast.Delete) else "an assignment"
-                    yield name, _Binding(index, row, top, what=what)
+            else:
+                yield node.name, _Binding(index, row, top, what=what)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return
+        # Every other binding of the module's names (lint_plugin.bindings: any
+        # form: targets, walruses, `except ... as`, `match` captures, `del`, a
+        # def's or class's walrus in a default or a base); those in a scope of
+        # their own (parameters, comprehension targets) are not the module's.
+        for found in bindings.own(node):
+            if found.scope is not None or found.kind in bindings.DECLARATIONS:
+                continue
+            if found.kind in (bindings.FUNCTION, bindings.CLASS):
+                continue  # yielded above
+            at = getattr(found.node, "lineno", row)
+            yield found.name, _Binding(index, at, top, what=found.words)
 
     def meaning(self, name: str) -> Meaning:
         """What ``name`` means at module level (see the module's docstring)."""
@@ -638,16 +634,6 @@ def _defines_helper(node: ast.stmt) -> bool:
 def _kind(table: symtable.SymbolTable) -> str:
     kind = table.get_type()
     return str(getattr(kind, "value", kind))
-
-
-def _target_names(target: ast.AST) -> Iterator[str]:
-    if isinstance(target, ast.Name):
-        yield target.id
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for element in target.elts:
-            yield from _target_names(element)
-    elif isinstance(target, ast.Starred):
-        yield from _target_names(target.value)
 
 
 def _first_row(node: ast.stmt) -> int:

@@ -126,6 +126,27 @@ REFUSED = {
         f"from other import {USED}\n" + function(f"return {CALL}"),
         "an import from other",
     ),
+    # Every binding form (lint_plugin.bindings) names itself.
+    "a module-level walrus": (
+        function(f"return {FORMULA}") + f"({USED} := min)\n",
+        IMPORT + function(f"return {CALL}") + f"({USED} := min)\n",
+        "an assignment expression (`:=`) at line 4",
+    ),
+    "a walrus in a def's default": (
+        function(f"return {FORMULA}") + f"def g(x=({USED} := min)):\n    pass\n",
+        IMPORT + function(f"return {CALL}") + f"def g(x=({USED} := min)):\n    pass\n",
+        "an assignment expression (`:=`) at line 4",
+    ),
+    "a match capture": (
+        function(f"return {FORMULA}") + f"match min:\n    case {USED}:\n        pass\n",
+        IMPORT + function(f"return {CALL}") + f"match min:\n    case {USED}:\n        pass\n",
+        "a `match` capture at line 5",
+    ),
+    "a bare annotation": (
+        function(f"return {FORMULA}") + f"{USED}: int\n",
+        IMPORT + function(f"return {CALL}") + f"{USED}: int\n",
+        "an annotation at line 4",
+    ),
     "a star import": (
         "from other import *\n" + function(f"return {FORMULA}"),
         IMPORT + "from other import *\n" + function(f"return {CALL}"),

@@ -28,7 +28,8 @@ _SCOPES = {
 def _scope_name(node: ast.AST | None) -> str:
     if node is None or isinstance(node, ast.Module):
         return "module"
-    return getattr(node, "name", None) or _SCOPES[type(node)]
+    name = getattr(node, "name", None)  # a `type` alias's is a Name (3.12)
+    return (name.id if isinstance(name, ast.Name) else name) or _SCOPES[type(node)]
 
 
 def found(text: str) -> list[tuple[str, str, str]]:
@@ -127,8 +128,9 @@ CASES = {
         ],
     ),
     "except": (
-        "try:\n    pass\nexcept E as e:\n    pass\nexcept* F:\n    pass",
-        [("e", "except target", "module")],
+        "try:\n    pass\nexcept E as e:\n    pass\n"
+        "try:\n    pass\nexcept* F as f:\n    pass",
+        [("e", "except target", "module"), ("f", "except target", "module")],
     ),
     "match": (
         "match x:\n"
@@ -148,14 +150,14 @@ CASES = {
     ),
     "del": ("del a, (b, c), d.e, f[0]", [("a", "del", "module"), ("b", "del", "module"), ("c", "del", "module")]),
     "global": (
-        "def f():\n    global g\n    g = 1\n    [(h := 1) for _ in x]\n    global h",
+        "def f():\n    global g\n    g = 1\n    global h\n    [(h := 1) for _ in x]",
         [
             ("f", "function", "module"),
             ("g", "global", "f"),
             ("g", "assignment", "module"),
+            ("h", "global", "f"),
             ("_", "comprehension target", "listcomp"),
             ("h", "walrus", "module"),
-            ("h", "global", "f"),
         ],
     ),
     "nonlocal": (
@@ -223,8 +225,13 @@ def test_every_kind_has_words() -> None:
 
 # ---- held to symtable -------------------------------------------------------------
 
-# A name in a class is mangled by symtable (`__x` -> `_C__x`): not compared.
-_MANGLED = re.compile(r"^_.*__|^__.*[^_]_?$")
+# A private name in a class is mangled by symtable (`__x` -> `_C__x`): not
+# compared.
+_MANGLED = re.compile(r"_?[A-Za-z0-9]*__\w*")
+
+
+def _private(name: str) -> bool:
+    return _MANGLED.fullmatch(name) is not None and not name.endswith("__")
 
 
 def _ours(tree: ast.Module) -> dict[tuple, set[str]]:
@@ -244,24 +251,23 @@ def _key(node: ast.AST) -> tuple:
 
 def _theirs(text: str) -> dict[tuple, set[str]]:
     scopes: dict[tuple, set[str]] = {}
-    pending = [symtable.symtable(text, "m", "exec")]
+    # (a table, the key of the nearest table around it that is no comprehension)
+    pending = [(symtable.symtable(text, "m", "exec"), ("module", 0))]
     while pending:
-        table = pending.pop()
-        pending.extend(table.get_children())
+        table, owner = pending.pop()
         module = table.get_type() == "module"
         key = ("module", 0) if module else (table.get_name(), table.get_lineno())
-        comprehension = table.get_name() in (
-            "listcomp",
-            "setcomp",
-            "dictcomp",
-            "genexpr",
-        )
+        comprehension = key[0] in ("listcomp", "setcomp", "dictcomp", "genexpr")
+        inner = owner if comprehension else key
+        pending.extend((child, inner) for child in table.get_children())
         for symbol in table.get_symbols():
             name = symbol.get_name()
-            if name == ".0" or (comprehension and not symbol.is_local()):
-                continue  # the iterable passed in; a walrus binding outside
+            if name == ".0":
+                continue  # the iterable handed in
             if symbol.is_assigned() or symbol.is_parameter() or symbol.is_imported():
-                scopes.setdefault(key, set()).add(name)
+                # A walrus in a comprehension binds in the scope around it.
+                where = owner if comprehension and not symbol.is_local() else key
+                scopes.setdefault(where, set()).add(name)
     return scopes
 
 
@@ -275,8 +281,8 @@ def _agree(text: str) -> None:
         theirs = _theirs(text)
     ours = _ours(tree)
     for key in set(ours) | set(theirs):
-        mine = {n for n in ours.get(key, ()) if not _MANGLED.match(n)}
-        cpython = {n for n in theirs.get(key, ()) if not _MANGLED.match(n)}
+        mine = {n for n in ours.get(key, ()) if not _private(n)}
+        cpython = {n for n in theirs.get(key, ()) if not _private(n)}
         assert mine == cpython, (key, mine ^ cpython, text[:2000])
 
 
