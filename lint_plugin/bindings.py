@@ -40,8 +40,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from lint_plugin.statements import BLOCK_FIELDS
 from lint_plugin.records import record
+from lint_plugin.statements import BLOCK_FIELDS
 
 # Kinds, and how a message names them.
 ASSIGNMENT = "assignment"
