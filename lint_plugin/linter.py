@@ -8,8 +8,9 @@ each rule decides through the rule API (``rules/``, ``decide(checker)``:
 pipeline over files, ``fix``'s rounds, the flake8 plugin (with its own tree),
 ``noqa``'s callers.
 
-One verb for this step: ``lint_source`` (a file's bytes or text, with check's
-shortcuts) and ``lint_tree`` (a parsed tree) give the engine's findings, before
+One verb for this step: ``lint_source`` (a file's bytes or text), ``lint_text``
+(its decoded text, which the byte test let through: what ``check``'s pipeline
+has by then) and ``lint_tree`` (a parsed tree) give the engine's findings, before
 noqa and selection; ``check.pipeline.check_file`` is what ``check`` reports for
 one file (this, then selection and noqa).
 """
@@ -31,11 +32,9 @@ from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source, normalised
 from lint_plugin.findings import Finding
 from lint_plugin.prefilter import could_match
+from lint_plugin.records import record
 from lint_plugin.rules import DECISIONS
 from lint_plugin.source_files import decode
-
-# The check done here when the caller has none answered ahead.
-_IN_PLACE = syntax.error_of
 
 
 def lint_source(
@@ -43,25 +42,38 @@ def lint_source(
     path: str,
     settings: Settings = DEFAULT_SETTINGS,
     *,
-    parsed_by_caller: bool = False,
+    syntax_checked: bool = False,
     notes: list[Finding] | None = None,
-    syntax_check: syntax.SyntaxCheck | None = None,
 ) -> list[Finding]:
     """All findings in one file's bytes (or text already decoded, as fix has
     it); noqa and selection are the caller's. Raises SourceError for bytes
-    Python would not read.
-
-    ``parsed_by_caller``: the caller parses the whole text with ``ast`` itself
-    (fix does, before it rewrites and in its gate), so the whole-file syntax
-    check that findings otherwise need is skipped; the regions are still parsed.
-    ``notes`` receives what a rule could not judge (see ``lint_tree``).
-    ``syntax_check``: the whole-file check of a file with findings (None:
-    ``syntax.error_of``, here; ``check`` passes one answered ahead, on another
-    core: ``syntax.AheadCheck``).
+    Python would not read. A caller that has decoded the file and asked the
+    byte test already calls ``lint_text``.
     """
     text = data if isinstance(data, str) else decode(data)
     if not could_match(data):
         return []
+    return lint_text(text, path, settings, syntax_checked=syntax_checked, notes=notes)
+
+
+def lint_text(
+    text: str,
+    path: str,
+    settings: Settings = DEFAULT_SETTINGS,
+    *,
+    syntax_checked: bool = False,
+    notes: list[Finding] | None = None,
+) -> list[Finding]:
+    """All findings in a file's decoded ``text``, which the byte test let
+    through (``prefilter.could_match``).
+
+    ``syntax_checked``: the whole text's syntax is checked elsewhere (fix parses
+    it with ``ast`` itself, before it rewrites and in its gate; check skips it
+    where CPython's bytecode cache proves the file compiles,
+    :mod:`lint_plugin.check.compiled`), so the whole-file syntax check that
+    findings otherwise need is skipped; the regions are still parsed.
+    ``notes`` receives what a rule could not judge (see ``lint_tree``).
+    """
     # Python ends lines at CRLF and at a lone CR: so do the rows here.
     text = normalised(text)
     if sys.getrecursionlimit() < syntax.RECURSION_LIMIT:
@@ -81,35 +93,24 @@ def lint_source(
         # What a width can flow from outside the regions (module constants and
         # functions, imports, base classes), parsed only if a value asks.
         module = TextModuleScope(text, lines, layout.top_level_blocks)
+        whole = _WholeFile(
+            lines, path, settings, (helper_names, rebound), aliases, module, layout
+        )
         try:
-            walked = [
-                _walk_region(
-                    lines,
-                    start,
-                    end,
-                    indent,
-                    path,
-                    settings,
-                    (helper_names, rebound),
-                    aliases,
-                    module,
-                    layout,
-                )
-                for start, end, indent in regions
-            ]
+            walked = [whole.walk_region(*region) for region in regions]
             for one in walked:
                 findings += decide_tree(one, notes)
         except SyntaxError:
             findings = None  # misread layout or a real error: the whole file decides
         if findings is not None and not findings:
             return findings
-        if findings and parsed_by_caller:
+        if findings and syntax_checked:
             return findings
         if findings:
             # Something to report: the whole file must parse first, as flake8
             # (E999) and fix (which rewrites the file) require. Parsing only files
             # with findings keeps the common case a few regions.
-            error = (syntax_check or _IN_PLACE)(text, path)
+            error = syntax.error_of(text, path)
             return findings if error is None else [error]
     try:
         tree = syntax.parse(text, path)
@@ -127,45 +128,50 @@ def lint_source(
     )
 
 
-def _walk_region(
-    lines,
-    start: int,
-    end: int,
-    indent: bool,
-    path,
-    settings: Settings,
-    names: tuple[dict[str, str], set[str]],
-    aliases: tuple[str, ...],
-    module: TextModuleScope,
-    layout: scan.Layout,
-) -> Walked:
-    snippet = "\n".join(lines[start:end]) + "\n"
-    if indent:
-        # An indented block parses as the body of an `if`, columns untouched.
-        snippet = "if 1:\n" + snippet
-        start -= 1
-    # The file's rows of the region (without the `if` it is wrapped in).
-    first = start + 1 if indent else start
-    tree = lazy_methods.parse_region(
-        snippet,
-        path,
-        layout,
-        first,
-        end,
-        indent,
-        aliases,
-        file_allocator_aliases(module),
-    )
-    return walk_tree(
-        tree,
-        Source(snippet, start),
-        path,
-        scan.interesting_rows(snippet, aliases),
-        settings,
-        names,
-        module,
-        aliases,
-    )
+@record(frozen=True)
+class _WholeFile:
+    """What check found of a file before its regions are walked, handed to each
+    region: its lines, the names the helpers go by (and those something else
+    binds), the helpers' aliases, its module-level statements and its layout."""
+
+    lines: list[str]
+    path: str
+    settings: Settings
+    names: tuple[dict[str, str], set[str]]
+    aliases: tuple[str, ...]
+    module: TextModuleScope
+    layout: scan.Layout
+
+    def walk_region(self, start: int, end: int, indent: bool) -> Walked:
+        """The walk of the region ``[start, end)`` (0-based rows; ``indent``:
+        its first line is indented)."""
+        snippet = "\n".join(self.lines[start:end]) + "\n"
+        if indent:
+            # An indented block parses as the body of an `if`, columns untouched.
+            snippet = "if 1:\n" + snippet
+            start -= 1
+        # The file's rows of the region (without the `if` it is wrapped in).
+        first = start + 1 if indent else start
+        tree = lazy_methods.parse_region(
+            snippet,
+            self.path,
+            self.layout,
+            first,
+            end,
+            indent,
+            self.aliases,
+            file_allocator_aliases(self.module),
+        )
+        return walk_tree(
+            tree,
+            Source(snippet, start),
+            self.path,
+            scan.interesting_rows(snippet, self.aliases),
+            self.settings,
+            self.names,
+            self.module,
+            self.aliases,
+        )
 
 
 def lint_tree(

@@ -18,7 +18,6 @@ from lint_plugin import linter
 from lint_plugin.check import pipeline
 from lint_plugin.cli import main
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding, Fix
-from lint_plugin.source_files import SourceError
 
 MARKER = re.compile(r"kvi00(\d)_here")
 # One KVI001 for the real engine, at 3:16.
@@ -30,13 +29,9 @@ USED_LEN_SITE = (
 SAFETY = {"1": "safe", "2": "safe", "3": "unsafe"}  # KVI004: no fix
 
 
-def fake_lint_source(
-    data: bytes, path: str, settings=None, notes=None, syntax_check=None
+def fake_lint_text(
+    text: str, path: str, settings=None, **engine_options
 ) -> list[Finding]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise SourceError(f"not valid UTF-8 (offset {error.start})") from None
     try:
         ast.parse(text)
     except SyntaxError as error:
@@ -74,7 +69,7 @@ class Result:
 def fake_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stand-in engine, asked about every file: its markers are no words
     the real byte test lets through."""
-    monkeypatch.setattr(linter, "lint_source", fake_lint_source)
+    monkeypatch.setattr(linter, "lint_text", fake_lint_text)
     monkeypatch.setattr(pipeline, "could_match", lambda data: True)
 
 

@@ -21,9 +21,46 @@ from lint_plugin.source_files import SourceError, decode, read_with_status
 
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
+    import os
+
     from lint_plugin.check.cache import Cache
     from lint_plugin.check.file_states import FileStates
-    from lint_plugin.engine.syntax import AheadCheck, SyntaxCheck
+
+
+class SourceFile:
+    """One file on its way to findings: what each stage found, handed to the
+    next (read, the byte test and the cache key, decoded once), so that no
+    stage asks again."""
+
+    __slots__ = ("_text", "candidate", "data", "key", "path", "status")
+
+    def __init__(
+        self,
+        path: str,
+        data: bytes,
+        status: os.stat_result | None = None,
+        candidate: bool | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.path = path
+        self.data = data
+        self.status = status  # as read (what the file states record)
+        self.candidate = candidate  # the byte test's answer; None: not asked
+        self.key = key  # its key in the cache (only a candidate has one)
+        self._text: str | None = None
+
+    def text(self) -> str:
+        """The text Python reads from the bytes, decoded once; raises
+        SourceError where Python would refuse the file."""
+        if self._text is None:
+            self._text = decode(self.data)
+        return self._text
+
+    def compiled(self) -> bool:
+        """Does CPython's bytecode cache prove these bytes compile?"""
+        from lint_plugin.check.compiled import compiled
+
+        return compiled(self.path, self.data, self.status)
 
 
 @record
@@ -53,78 +90,60 @@ class CheckResult:
 
 
 def check_file(
-    data: bytes,
-    path: str,
+    file: SourceFile,
     selection: Selection,
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
     notes: list[Finding] | None = None,
-    syntax_check: SyntaxCheck | None = None,
-    cache_key: str | None = None,
-    candidate: bool | None = None,
     reviewed: list[Finding] | None = None,
 ) -> list[Finding]:
-    """Reportable findings in one file's bytes (bytes Python would not read as
-    source are an E999, as a syntax error is). ``notes`` receives what a
-    selected rule could not judge (the cache keeps findings only: asking for
-    notes checks the file afresh). ``syntax_check``: the whole-file check the
-    engine runs on a file with findings (default ``syntax.error_of``);
-    ``cache_key``: the file's key in ``cache``, when the caller has it (only a
-    file the byte test let through has one); ``candidate``: the byte test's
-    answer, when the caller has asked it; ``reviewed`` receives the findings
-    before selection (what the file holds whatever is selected)."""
+    """Reportable findings in one file (bytes Python would not read as source
+    are an E999, as a syntax error is). ``notes`` receives what a selected rule
+    could not judge (the cache keeps findings only: asking for notes checks the
+    file afresh); ``reviewed`` receives the findings before selection (what the
+    file holds whatever is selected)."""
     try:
-        if candidate is None:
-            # A key given is a candidate's: the caller asked the byte test already.
-            candidate = cache_key is not None or could_match(data)
-        if not candidate:
+        if file.candidate is None:
+            file.candidate = could_match(file.data)
+        if not file.candidate:
             # A file no rule can match is dismissed here, cached or not, so a run
             # over such files never imports the engine.
-            decode(data)  # what the engine does first: not UTF-8 is an error
+            file.text()  # what the engine does first: not UTF-8 is an error
             findings = []  # and then, for such a file, nothing else
         elif notes is not None:
-            findings = _engine_notes(
-                data, path, selection, settings, notes, syntax_check
-            )
+            findings = _engine_notes(file, selection, settings, notes)
         else:
-            findings = _engine_findings(
-                data, path, settings, cache, syntax_check, cache_key
-            )
+            findings = _engine_findings(file, settings, cache)
     except SourceError as error:
-        findings = [encoding_error(error, path)]
+        findings = [encoding_error(error, file.path)]
         if reviewed is not None:
             reviewed += findings
         return findings
-    if not findings and not may_hold_own_directive(data):
+    if not findings and not may_hold_own_directive(file.data):
         return []  # nothing found and no KVI directive to judge (KVI100)
     # Directives first, on every finding: whether a directive is used does not
     # depend on --select (a directive for a switched-off rule is not churned).
-    findings = review(findings, decode(data), path)
+    findings = review(findings, file.text(), file.path)
     if reviewed is not None:
         reviewed += findings
     if not findings:
         return []
-    codes = selection.codes_for(path)  # once per file: per-file-ignores use globs
+    codes = selection.codes_for(file.path)  # once per file: per-file-ignores use globs
     return [f for f in findings if f.code == SYNTAX_ERROR_CODE or f.code in codes]
 
 
 def _engine_notes(
-    data: bytes,
-    path: str,
-    selection: Selection,
-    settings: Settings,
-    notes: list[Finding],
-    syntax_check: SyntaxCheck | None,
+    file: SourceFile, selection: Selection, settings: Settings, notes: list[Finding]
 ) -> list[Finding]:
     """The engine's findings, its notes of the selected rules added to
     ``notes`` (never cached)."""
     from lint_plugin import linter
 
     found: list[Finding] = []
-    findings = linter.lint_source(
-        data, path, settings, notes=found, syntax_check=syntax_check
+    findings = linter.lint_text(
+        file.text(), file.path, settings, syntax_checked=file.compiled(), notes=found
     )
-    codes = selection.codes_for(path)
+    codes = selection.codes_for(file.path)
     notes += [n for n in found if n.code in codes]
     return findings
 
@@ -143,29 +162,27 @@ def encoding_error(error: SourceError, path: str) -> Finding:
 
 
 def _engine_findings(
-    data: bytes,
-    path: str,
-    settings: Settings,
-    cache: Cache | None,
-    syntax_check: SyntaxCheck | None = None,
-    key: str | None = None,
+    file: SourceFile, settings: Settings, cache: Cache | None
 ) -> list[Finding]:
     """The engine's findings for a file the byte test let through, from the
     cache when it has this file's answer (only such files are cached), so a
     run answered from the cache never imports the engine."""
+    key = None
     if cache is not None:
-        key = key or cache.key(path, data)
-        stored = cache.get(key, path)
+        key = file.key or cache.key(file.path, file.data)
+        stored = cache.get(key, file.path)
         if stored is not None:
             return stored
     # Looked up on the module at call time: the engine is imported only when a file
-    # is actually checked, and tests can substitute ``linter.lint_source``.
+    # is actually checked, and tests can substitute ``linter.lint_text``.
     from lint_plugin import linter
     from lint_plugin.engine.package_tree import recording
 
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
-        findings = linter.lint_source(data, path, settings, syntax_check=syntax_check)
+        findings = linter.lint_text(
+            file.text(), file.path, settings, syntax_checked=file.compiled()
+        )
     if key is not None:
         cache.put(key, findings, depends)
     return findings
@@ -225,9 +242,7 @@ def _check_files(paths, selection, settings, cache, notes) -> CheckResult:
 def _check_fresh(paths, selection, settings, cache, notes, states) -> CheckResult:
     workers = _workers(len(paths))
     if workers < 2:
-        return _check_serially(
-            paths, selection, settings, cache, notes, ahead=True, states=states
-        )
+        return _check_serially(paths, selection, settings, cache, notes, states=states)
     chunks = [list(paths[i::workers]) for i in range(workers)]
     # Plain fork and a pipe per child: importing multiprocessing alone would cost
     # a tenth of a whole-package run. The parent checks the first chunk itself.
@@ -327,72 +342,49 @@ def _check_serially(
     settings: Settings = DEFAULT_SETTINGS,
     cache: Cache | None = None,
     notes: bool = False,
-    ahead: bool = False,
     states: FileStates | None = None,
 ) -> CheckResult:
     """``states``: where the files found to hold nothing are recorded (and
     the others forgotten); the result carries it back."""
     result = CheckResult(states=states)
-    # A run of one process checks each file's syntax ahead, on a spare core; it
-    # reads the files first for that (forked workers have no core to spare, and
-    # a machine of one core checks every file in one process).
-    ahead = ahead and len(paths) < PARALLEL_MIN_FILES and _spare_core()
-    read = [read_with_status(path) for path in paths] if ahead else None
-    keys: dict[int, str] = {}  # the cache keys the ahead check computed
-    candidates: dict[int, bool] = {}  # the byte test's answers it asked
-    check = (
-        _ahead_check([r[0] for r in read], paths, cache, keys, candidates)
-        if read is not None
-        else None
-    )
-    try:
-        for index, path in enumerate(paths):
-            data, status = read[index] if read is not None else read_with_status(path)
-            if isinstance(data, FileError):
-                result.errors.append(data)
-                if states is not None:
-                    states.forget(path)
-                continue
-            candidate, reviewed = candidates.get(index), None
-            if states is not None:  # a cache's run: the byte test decides
-                if candidate is None:
-                    key, candidate, _ = _candidate(cache, path, data)
-                    if key is not None:
-                        keys[index] = key
-                reviewed = []
-            try:
-                findings = check_file(
-                    data,
-                    path,
-                    selection,
-                    settings,
-                    cache,
-                    result.notes if notes else None,
-                    None if check is None else check.for_file(index),
-                    keys.get(index),
-                    candidate,
-                    reviewed,
-                )
-            except Exception as error:  # one file must not stop the run
-                result.crashes.append(
-                    FileError(path, f"internal error: {type(error).__name__}: {error}")
-                )
-                if states is not None:
-                    states.forget(path)
-                continue
-            result.files_checked += 1
-            if findings:
-                result.reports.append(FileReport(path, data, findings))
+    for index, path in enumerate(paths):
+        data, status = read_with_status(path)
+        if isinstance(data, FileError):
+            result.errors.append(data)
             if states is not None:
-                if reviewed or candidate:
-                    states.forget(path)
-                else:  # cannot match, no directive: nothing, whatever is selected
-                    states.record(path, status)
-            if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
-                _collect_garbage()
-    finally:
-        if check is not None:
-            check.close()
+                states.forget(path)
+            continue
+        file = SourceFile(path, data, status)
+        reviewed = None
+        if states is not None:  # a cache's run: the byte test decides
+            file.key, file.candidate = _candidate(cache, path, data)
+            reviewed = []
+        try:
+            findings = check_file(
+                file,
+                selection,
+                settings,
+                cache,
+                result.notes if notes else None,
+                reviewed,
+            )
+        except Exception as error:  # one file must not stop the run
+            result.crashes.append(
+                FileError(path, f"internal error: {type(error).__name__}: {error}")
+            )
+            if states is not None:
+                states.forget(path)
+            continue
+        result.files_checked += 1
+        if findings:
+            result.reports.append(FileReport(path, data, findings))
+        if states is not None:
+            if reviewed or file.candidate:
+                states.forget(path)
+            else:  # cannot match, no directive: nothing, whatever is selected
+                states.record(path, status)
+        if index % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+            _collect_garbage()
     return result
 
 
@@ -407,56 +399,16 @@ def _collect_garbage() -> None:
     gc.collect()
 
 
-def _spare_core() -> bool:
-    from lint_plugin.engine.syntax import spare_core
-
-    return spare_core()
-
-
-def _ahead_check(
-    read: list[bytes | FileError],
-    paths: Sequence[str],
-    cache: Cache | None,
-    keys: dict[int, str],
-    candidates: dict[int, bool] | None,
-) -> AheadCheck:
-    """The files' syntax checks, started on a spare core when it is worth it.
-    With a cache, only the files it cannot answer are checked ahead (``keys``
-    receives the keys computed for that, by file index, for the lookup;
-    ``candidates`` the byte test's answers)."""
-    datas = [None if isinstance(data, FileError) else data for data in read]
-    # Each file's answer once (the keys and the ahead check both ask it).
-    # ``read`` keeps every data alive, so ids are unique.
-    candidate: dict[int, bool] = {}
-    for index, (path, data) in enumerate(zip(paths, datas, strict=True)):
-        if data is None:
-            continue
-        key, candidate[id(data)], stored = _candidate(cache, path, data)
-        if candidates is not None:
-            candidates[index] = candidate[id(data)]
-        if key is not None:
-            keys[index] = key
-        if stored:  # the cache answers: no syntax check ahead
-            datas[index] = None
-    from lint_plugin.engine.syntax import AheadCheck
-
-    return AheadCheck(datas, paths, lambda data: candidate[id(data)])
-
-
-def _candidate(
-    cache: Cache | None, path: str, data: bytes
-) -> tuple[str | None, bool, bool]:
-    """``(key, candidate, stored)``: may a rule match ``data``, with its cache
-    key when there is a cache (None for a file that cannot match: only
-    candidates have entries), and is an entry stored under that key? Only a
-    file the byte test let through is ever stored, under this build's folder,
-    so a stored entry answers for it: a warm run over files it knows asks no
-    byte test, nor reads the rules' declarations the test is built from."""
+def _candidate(cache: Cache | None, path: str, data: bytes) -> tuple[str | None, bool]:
+    """``(key, candidate)``: may a rule match ``data``, with its cache key
+    when there is a cache (None for a file that cannot match: only candidates
+    have entries)? Only a file the byte test let through is ever stored, under
+    this build's folder, so a stored entry answers for it: a warm run over files
+    it knows asks no byte test, nor reads the rules' declarations the test is
+    built from."""
     if cache is None:
-        return None, could_match(data), False
+        return None, could_match(data)
     key = cache.key(path, data)
-    if cache.has(key):
-        return key, True, True
-    if could_match(data):
-        return key, True, False
-    return None, False, False
+    if cache.has(key) or could_match(data):
+        return key, True
+    return None, False

@@ -121,12 +121,18 @@ def _use_color(choice: str, stream) -> bool:
 
 
 def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
-    from lint_plugin.check.pipeline import CheckResult, FileReport, check_file
+    from lint_plugin.check.pipeline import (
+        CheckResult,
+        FileReport,
+        SourceFile,
+        check_file,
+    )
 
     name = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     result = CheckResult(files_checked=1)
-    findings = check_file(data, name, plan.selection, run_settings(args, plan))
+    file = SourceFile(name, data)
+    findings = check_file(file, plan.selection, run_settings(args, plan))
     if findings:
         result.reports.append(FileReport(name, data, findings))
     return result

@@ -394,7 +394,7 @@ def _applicable_findings(
     """Every finding no directive suppresses, and those to apply now."""
     # The text is parsed whole before the first round and by the gate after the
     # last, so the engine's own whole-file syntax check would be a third parse.
-    findings = lint_source(text, path, settings, parsed_by_caller=True)
+    findings = lint_source(text, path, settings, syntax_checked=True)
     errors = [f for f in findings if f.code == SYNTAX_ERROR_CODE]
     if errors:
         where = f"{errors[0].row}:{errors[0].column}: {errors[0].message}"

@@ -68,7 +68,7 @@ def engine_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("the engine ran although the cache had the answer")
 
-    monkeypatch.setattr(linter, "lint_source", refuse)
+    monkeypatch.setattr(linter, "lint_text", refuse)
 
 
 def test_a_file_that_cannot_match_is_dismissed_like_the_engine_does(

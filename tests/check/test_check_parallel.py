@@ -47,14 +47,14 @@ def test_forked_workers_list_crashes_in_the_files_order(tmp_path: Path, monkeypa
         path.write_text(SITE + ("# CRASH\n" if index % 2 else ""))
         paths.append(str(path))
     selection = build_selection([Layer(None, (), ())], [], str(tmp_path))
-    real = linter.lint_source
+    real = linter.lint_text
 
-    def failing(data, path, *args, **kwargs):
-        if b"CRASH" in data:
+    def failing(text, path, *args, **kwargs):
+        if "CRASH" in text:
             raise RuntimeError("boom")
-        return real(data, path, *args, **kwargs)
+        return real(text, path, *args, **kwargs)
 
-    monkeypatch.setattr(linter, "lint_source", failing)
+    monkeypatch.setattr(linter, "lint_text", failing)
     serial = check._check_serially(paths, selection)
     monkeypatch.setattr(check, "_workers", lambda files: 3)
     forked = check.check_files(paths, selection)
@@ -78,13 +78,13 @@ def test_the_collector_is_off_while_files_are_checked_and_restored_after(
     collected: list[int] = []
     from lint_plugin import linter
 
-    lint_source = linter.lint_source
+    lint_text = linter.lint_text
 
     def recording(*args, **kwargs):
         seen.append(gc.isenabled())
-        return lint_source(*args, **kwargs)
+        return lint_text(*args, **kwargs)
 
-    monkeypatch.setattr(linter, "lint_source", recording)
+    monkeypatch.setattr(linter, "lint_text", recording)
     monkeypatch.setattr(check, "_COLLECT_EVERY", 2)
     monkeypatch.setattr(check, "_collect_garbage", lambda: collected.append(1))
     assert gc.isenabled()

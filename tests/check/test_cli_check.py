@@ -83,16 +83,16 @@ def test_usage_error_exits_2_with_one_line(tree, run):
 def test_internal_error_in_engine_is_one_line_exit_2_others_still_checked(
     tree, run, monkeypatch
 ):
-    from cli_helpers import fake_lint_source
+    from cli_helpers import fake_lint_text
 
     from lint_plugin import linter
 
-    def explode_on_b(data: bytes, path: str, settings=None, **engine_options):
+    def explode_on_b(text: str, path: str, settings=None, **engine_options):
         if path.endswith("b.py"):
             raise RuntimeError("boom")
-        return fake_lint_source(data, path)
+        return fake_lint_text(text, path)
 
-    monkeypatch.setattr(linter, "lint_source", explode_on_b)
+    monkeypatch.setattr(linter, "lint_text", explode_on_b)
     # Every file goes to the stand-in engine (its markers pass no byte test).
     monkeypatch.setattr(pipeline, "could_match", lambda data: True)
     write(tree / "a.py", "x = kvi001_here\n")
@@ -873,10 +873,11 @@ def test_the_launch_rule_is_computed_once_for_every_selection(
 def test_a_crash_is_never_summarised_as_all_checks_passed(tree, run, monkeypatch):
     from lint_plugin import linter
 
-    def explode(data: bytes, path: str, settings=None, **engine_options):
+    def explode(text: str, path: str, settings=None, **engine_options):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(linter, "lint_source", explode)
+    monkeypatch.setattr(linter, "lint_text", explode)
     monkeypatch.setattr(pipeline, "could_match", lambda data: True)
     write(tree / "b.py", "y = 1\n")
     result = run("check")
