@@ -4,31 +4,32 @@ The rule modules are read on every run for their declarations (``RULE``,
 ``NEEDS``: the pre-filter's words), also by a run that finds nothing to parse;
 what they decide with (the engine: most of what a cold run imports) is needed
 only for a file the byte test lets through. So a rule names its engine modules
-with ``lazy`` (stdlib ``importlib.util.LazyLoader``): the module is found now and
-executed on its first attribute access.
+with ``lazy``: a stand-in whose first attribute read imports the module, by the
+ordinary import (a module that fails to import raises its own error, each time).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 import types
 
 
+class _Deferred(types.ModuleType):
+    """Stands for the module of its name until an attribute is read."""
+
+    def __getattr__(self, attribute: str):
+        # Called only for what the stand-in lacks: every name of the module.
+        # Read from the module each time, as it is then (a test's monkeypatch
+        # of the module is seen).
+        module = self.__dict__.get("_module")
+        if module is None:
+            module = self.__dict__["_module"] = importlib.import_module(self.__name__)
+        return getattr(module, attribute)
+
+
 def lazy(name: str) -> types.ModuleType:
-    """The module ``name``, executed when an attribute of it is first read (at
-    once if it is imported already)."""
+    """The module ``name`` (itself when imported already), imported when an
+    attribute of it is first read."""
     found = sys.modules.get(name)
-    if found is not None:
-        return found
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    parent, _, child = name.rpartition(".")
-    if parent:
-        setattr(sys.modules[parent], child, module)
-    return module
+    return found if found is not None else _Deferred(name)

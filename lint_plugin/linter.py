@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lint_plugin.engine import lazy_methods, scan, syntax
 from lint_plugin.engine.allocations import file_allocator_aliases
@@ -61,7 +61,7 @@ def lint_text(
     path: str,
     settings: Settings = DEFAULT_SETTINGS,
     *,
-    syntax_checked: bool = False,
+    syntax_checked: bool | Callable[[], bool] = False,
     notes: list[Finding] | None = None,
 ) -> list[Finding]:
     """All findings in a file's decoded ``text``, which the byte test let
@@ -70,8 +70,9 @@ def lint_text(
     ``syntax_checked``: the whole text's syntax is checked elsewhere (fix parses
     it with ``ast`` itself, before it rewrites and in its gate; check skips it
     where CPython's bytecode cache proves the file compiles,
-    :mod:`lint_plugin.check.compiled`), so the whole-file syntax check that
-    findings otherwise need is skipped; the regions are still parsed.
+    :mod:`lint_plugin.check.compiled`, asked only of a file with findings: a
+    callable), so the whole-file syntax check that findings otherwise need is
+    skipped; the regions are still parsed.
     ``notes`` receives what a rule could not judge (see ``lint_tree``).
     """
     # Python ends lines at CRLF and at a lone CR: so do the rows here.
@@ -82,6 +83,11 @@ def lint_text(
     aliases = helper_aliases(text)
     layout = scan.Layout(text, lines, scan.StringSpans(text), aliases)
     regions = scan.regions(text, lines, aliases, layout)
+    if regions is not None and _most_of(regions, len(lines)):
+        # The regions are most of the file (a draft backend's module): one
+        # parse of the whole is about their cost, and is the syntax check a
+        # file with findings needs besides (``syntax.error_of``, half a parse).
+        regions = None
     if regions is not None:
         findings: list[Finding] = []
         # The names the helpers go by (trusted import aliases) hold for the
@@ -104,7 +110,9 @@ def lint_text(
             findings = None  # misread layout or a real error: the whole file decides
         if findings is not None and not findings:
             return findings
-        if findings and syntax_checked:
+        if findings and (
+            syntax_checked() if callable(syntax_checked) else syntax_checked
+        ):
             return findings
         if findings:
             # Something to report: the whole file must parse first, as flake8
@@ -126,6 +134,14 @@ def lint_text(
         settings,
         notes=notes,
     )
+
+
+# Regions covering this share of a file's lines are parsed as the whole file.
+WHOLE_SHARE = 0.8
+
+
+def _most_of(regions: list[tuple[int, int, bool]], rows: int) -> bool:
+    return sum(end - start for start, end, _ in regions) >= WHOLE_SHARE * rows
 
 
 @record(frozen=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.algebra.arith import Product, Sum
     from lint_plugin.engine.checker import Checker

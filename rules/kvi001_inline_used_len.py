@@ -1,18 +1,17 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lint_plugin.engine.vocabulary import USED_LEN, Needs
 from lint_plugin.lazy import lazy
 from lint_plugin.roles import Role
-from lint_plugin.rules import Example, Rule
-from lint_plugin.rules._inline_formulas import matches, report
+from lint_plugin.rules._rule import Example, Rule
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
 
 arith = lazy("lint_plugin.algebra.arith")
 formulas = lazy("lint_plugin.engine.formulas")
+inline = lazy("lint_plugin.rules._inline_formulas")
 
 _BACKEND = """\
 class FooMultiStepDraftBackend:
@@ -123,5 +122,7 @@ has none.
 
 def decide(checker: Checker) -> None:
     """A finding for each sum of the file's arithmetic that is the formula."""
-    for match, in_annotation in matches(checker, arith.Sum, formulas.match_used_len):
-        report(match, in_annotation, checker, RULE)
+    for match, in_annotation in inline.matches(
+        checker, arith.Sum, formulas.match_used_len
+    ):
+        inline.report(match, in_annotation, checker, RULE)

@@ -1,18 +1,17 @@
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lint_plugin.engine.vocabulary import BUFFER_WIDTH, Needs
 from lint_plugin.lazy import lazy
 from lint_plugin.roles import Role
-from lint_plugin.rules import Example, Rule
-from lint_plugin.rules._inline_formulas import matches, report
+from lint_plugin.rules._rule import Example, Rule
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
 
 arith = lazy("lint_plugin.algebra.arith")
 formulas = lazy("lint_plugin.engine.formulas")
+inline = lazy("lint_plugin.rules._inline_formulas")
 
 # A topk beside a max_context_len, or a call of the helper.
 NEEDS = Needs((((Role.TOPK,), (Role.MAX_CONTEXT_LEN,)), ((BUFFER_WIDTH,),)))
@@ -99,7 +98,7 @@ an annotation has no fix.
 
 def decide(checker: Checker) -> None:
     """A finding for each product of the file's arithmetic that is the formula."""
-    for match, in_annotation in matches(
+    for match, in_annotation in inline.matches(
         checker, arith.Product, formulas.match_buffer_width
     ):
-        report(match, in_annotation, checker, RULE)
+        inline.report(match, in_annotation, checker, RULE)

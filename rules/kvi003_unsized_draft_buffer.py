@@ -10,9 +10,6 @@ unsafe fix.
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 from lint_plugin.engine.vocabulary import (
     ALLOCATOR_WORDS,
     BUFFER_WIDTH,
@@ -27,13 +24,16 @@ from lint_plugin.roles import (
     SEQUENCE_COUNT_NAMES,
     Role,
 )
-from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._rule import Example, Rule
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
     from lint_plugin.engine.facts import ClassFacts
     from lint_plugin.engine.flow.row_sizing import Judgement
 
+# ast too: a run whose files pass no byte test parses nothing.
+ast = lazy("ast")
 alternatives = lazy("lint_plugin.engine.flow.alternatives")
 formulas = lazy("lint_plugin.engine.formulas")
 row_sizing = lazy("lint_plugin.engine.flow.row_sizing")

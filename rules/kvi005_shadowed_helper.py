@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 from lint_plugin.engine.vocabulary import BUFFER_WIDTH, USED_LEN, Needs
-from lint_plugin.rules import Example, Rule
+from lint_plugin.lazy import lazy
+from lint_plugin.rules._rule import Example, Rule
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
+
+# ast too: a run whose files pass no byte test parses nothing.
+ast = lazy("ast")
 
 # A helper's name.
 NEEDS = Needs((((USED_LEN, BUFFER_WIDTH),),))

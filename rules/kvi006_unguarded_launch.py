@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import ast
-from typing import TYPE_CHECKING
-
 from lint_plugin.engine.vocabulary import GUARD, KERNEL, USED_LEN, Needs
 from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
 from lint_plugin.roles import Role, role_of_name
-from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._rule import Example, Rule
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
     from lint_plugin.engine.facts import ClassFacts, FunctionFacts, Launch
 
+# ast too: a run whose files pass no byte test parses nothing.
+ast = lazy("ast")
 arith = lazy("lint_plugin.algebra.arith")
 facts = lazy("lint_plugin.engine.facts")
 formulas = lazy("lint_plugin.engine.formulas")

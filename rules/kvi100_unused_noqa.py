@@ -1,5 +1,5 @@
 from lint_plugin.engine.vocabulary import Needs
-from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._rule import Example, Rule
 
 _SITE = """\
 class FooMultiStepDraftBackend:

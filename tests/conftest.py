@@ -22,6 +22,18 @@ from shared_results import SharedResults, session_folder
 from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 
 
+@pytest.fixture(autouse=True)
+def _regions_however_much_they_cover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, check reads a file by its regions however much of it they
+    cover: the tests that hold the regions to the whole walk (small programs,
+    mostly one class) then still read regions. The share that sends a file to
+    one whole parse instead is held by tests/check/test_whole_share.py; runs in
+    a child process use it as shipped."""
+    from lint_plugin import linter
+
+    monkeypatch.setattr(linter, "WHOLE_SHARE", float("inf"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Hypothesis's profiles (``HYPOTHESIS_PROFILE``; "ci" unless set).
 

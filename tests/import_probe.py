@@ -4,7 +4,7 @@ An installation may load modules before any of ours runs: a ``.pth`` file of the
 environment (an editable install's finder, a certificate shim, setuptools' distutils
 hack) can import ``typing`` or ``shutil`` at start-up. Those cost the user the same
 with or without this tool, so a probe counts only the modules that appear after the
-interpreter has started, and only those whose code ran.
+interpreter has started.
 """
 
 from __future__ import annotations
@@ -14,15 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-# A module ``lint_plugin.lazy`` named but nothing read yet is no import: its
-# code has not run (its class is still the lazy loader's).
 _PROBE = """\
-import importlib.util, sys
+import sys
 _before = set(sys.modules)
 {body}
 _watch = {watch!r}
-_ran = lambda m: type(sys.modules[m]) is not importlib.util._LazyModule
-print(sorted(m for m in _watch if m in sys.modules and m not in _before and _ran(m)))
+print(sorted(m for m in _watch if m in sys.modules and m not in _before))
 print(repr(_result))
 """
 

@@ -5,14 +5,19 @@ but the engine parses only its regions. When the interpreter running ``check``
 compiled this very source before, it left ``__pycache__/NAME.<tag>.pyc`` (PEP
 3147), whose header names the source it was made from: its modification time and
 size, or its hash for a hash-based pyc (PEP 552). CPython writes no pyc for a
-source that does not compile, and trusts that header itself to run the file; so
-a header that matches the bytes read stands for the whole-file check.
+source that does not compile, so a header naming the bytes read stands for the
+whole-file check. Where the header could name other bytes, it proves nothing: a
+source whose suffix is not one CPython compiles (``.pyi``), and a timestamp pyc
+written in the second the source was last modified (an edit later that second
+keeping its size would match too: git's "racily clean").
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
+import stat
 
 _HEADER = 16  # magic, flags, then mtime and size (or the source's hash)
 
@@ -20,14 +25,23 @@ _HEADER = 16  # magic, flags, then mtime and size (or the source's hash)
 def compiled(path: str, data: bytes, status: os.stat_result | None) -> bool:
     """Did this interpreter compile ``data`` (the bytes of ``path``, read with
     ``status``), by its bytecode cache? False whenever it cannot tell."""
-    if status is None:
+    if status is None or not path.endswith(tuple(importlib.machinery.SOURCE_SUFFIXES)):
         return False
     try:
         cached = importlib.util.cache_from_source(path)
-        with open(cached, "rb") as handle:
-            header = handle.read(_HEADER)
+        # Never blocking: a FIFO in its place is no pyc.
+        handle = os.open(cached, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError, NotImplementedError):
         return False
+    try:
+        written = os.fstat(handle)
+        if not stat.S_ISREG(written.st_mode):
+            return False
+        header = os.read(handle, _HEADER)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
     if len(header) < _HEADER or header[:4] != importlib.util.MAGIC_NUMBER:
         return False
     flags = int.from_bytes(header[4:8], "little")
@@ -41,4 +55,5 @@ def compiled(path: str, data: bytes, status: os.stat_result | None) -> bool:
         mtime == int(status.st_mtime) & 0xFFFFFFFF
         and size == status.st_size & 0xFFFFFFFF
         and size == len(data) & 0xFFFFFFFF
+        and written.st_mtime_ns >= (int(status.st_mtime) + 1) * 10**9
     )

@@ -35,18 +35,13 @@ class SourceFile:
     __slots__ = ("_text", "candidate", "data", "key", "path", "status")
 
     def __init__(
-        self,
-        path: str,
-        data: bytes,
-        status: os.stat_result | None = None,
-        candidate: bool | None = None,
-        key: str | None = None,
+        self, path: str, data: bytes, status: os.stat_result | None = None
     ) -> None:
         self.path = path
         self.data = data
         self.status = status  # as read (what the file states record)
-        self.candidate = candidate  # the byte test's answer; None: not asked
-        self.key = key  # its key in the cache (only a candidate has one)
+        self.candidate: bool | None = None  # the byte test's answer, once asked
+        self.key: str | None = None  # its key in the cache (only a candidate's)
         self._text: str | None = None
 
     def text(self) -> str:
@@ -141,7 +136,7 @@ def _engine_notes(
 
     found: list[Finding] = []
     findings = linter.lint_text(
-        file.text(), file.path, settings, syntax_checked=file.compiled(), notes=found
+        file.text(), file.path, settings, syntax_checked=file.compiled, notes=found
     )
     codes = selection.codes_for(file.path)
     notes += [n for n in found if n.code in codes]
@@ -181,7 +176,7 @@ def _engine_findings(
     # KVI007 reads the modules a file imports from: the entry depends on them.
     with recording() as depends:
         findings = linter.lint_text(
-            file.text(), file.path, settings, syntax_checked=file.compiled()
+            file.text(), file.path, settings, syntax_checked=file.compiled
         )
     if key is not None:
         cache.put(key, findings, depends)
@@ -399,15 +394,12 @@ def _collect_garbage() -> None:
     gc.collect()
 
 
-def _candidate(cache: Cache | None, path: str, data: bytes) -> tuple[str | None, bool]:
+def _candidate(cache: Cache, path: str, data: bytes) -> tuple[str | None, bool]:
     """``(key, candidate)``: may a rule match ``data``, with its cache key
-    when there is a cache (None for a file that cannot match: only candidates
-    have entries)? Only a file the byte test let through is ever stored, under
-    this build's folder, so a stored entry answers for it: a warm run over files
-    it knows asks no byte test, nor reads the rules' declarations the test is
-    built from."""
-    if cache is None:
-        return None, could_match(data)
+    (None for a file that cannot match: only candidates have entries)? Only a
+    file the byte test let through is ever stored, under this build's folder,
+    so a stored entry answers for it: a warm run over files it knows asks no
+    byte test, nor reads the rules' declarations the test is built from."""
     key = cache.key(path, data)
     if cache.has(key) or could_match(data):
         return key, True

@@ -1,1 +1,2 @@
-"""The engine: pre-filter, regions, parse, walk, facts, formulas, roles."""
+"""The engine: what gathers. The vocabulary, regions, parse, walk, facts, values
+(``flow``), and the rule API the rules decide through (``checker``)."""

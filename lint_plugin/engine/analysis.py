@@ -1,9 +1,9 @@
-"""Findings of one parsed ``ast`` tree: the engine's walk, shared by every front end.
+"""The facts of one parsed ``ast`` tree: the engine's walk, shared by every front end.
 
 ``check`` hands it the small regions of a file that can match; the flake8 plugin
-hands it flake8's own tree. Either way each arithmetic expression is flattened
-once into :mod:`lint_plugin.algebra.arith` and matched by
-:mod:`lint_plugin.engine.formulas`.
+hands it flake8's own tree. It decides nothing: it records the facts the rules
+read (:mod:`lint_plugin.engine.facts`), each arithmetic expression flattened once
+into :mod:`lint_plugin.algebra.arith` for KVI001 and KVI002 to match.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from lint_plugin.engine.draft_backend import (
     role_attributes,
 )
 from lint_plugin.engine.facts import (
-    GUARD,
-    KERNEL,
     Allocation,
     Arithmetic,
     Binding,
@@ -67,6 +65,7 @@ from lint_plugin.engine.module_scope import (
 )
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
 from lint_plugin.engine.source import Source, occurrences, rows_of
+from lint_plugin.engine.vocabulary import GUARD, KERNEL
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 

@@ -14,10 +14,10 @@ offsets, turned into the file's rows and columns.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from lint_plugin.findings import Edit, Finding, Fix
 
+TYPE_CHECKING = False  # not `typing`: the catalogue is read on every run
 if TYPE_CHECKING:
     from lint_plugin.engine.facts import HelperCall, ModuleFacts
     from lint_plugin.engine.flow.widths import Analysis

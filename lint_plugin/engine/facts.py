@@ -15,7 +15,6 @@ import re
 
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.draft_backend import named_draft_backend
-from lint_plugin.engine.vocabulary import KERNEL as KERNEL  # the rules import it here
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
 
@@ -23,7 +22,6 @@ TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
     from lint_plugin.algebra.arith import Expr
 
-GUARD = vocabulary.GUARD
 
 Position = tuple[int, int]
 

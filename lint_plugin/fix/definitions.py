@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import ast
 
-from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import (
     BUFFER_WIDTH,
     HELPER_SLOTS,
     HELPER_TERMS,
     USED_LEN,
 )
+from lint_plugin.engine.vocabulary import GUARD
 from lint_plugin.fix.gate.poly import Canonicalizer
 
 INT32_LIMIT = 2**31

@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 import os
 
-from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.package_tree import defines, module_home, source_roots
 from lint_plugin.engine.settings import DEFAULT_GUARD_MODULE
+from lint_plugin.engine.vocabulary import GUARD
 
 # The releases' own homes of the guard, newest first.
 RELEASE_GUARD_MODULES = (

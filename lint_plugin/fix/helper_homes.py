@@ -21,11 +21,11 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import HELPER_SLOTS
 from lint_plugin.engine.package_tree import Home, cannot_read, defines, module_home
 from lint_plugin.engine.settings import Settings, resolve_module
 from lint_plugin.engine.source import normalised
+from lint_plugin.engine.vocabulary import GUARD
 from lint_plugin.fix.definitions import DEFINITIONS, ORDER, prove_definition
 from lint_plugin.fix.edits import header_last_row, iter_statements
 from lint_plugin.fix.parsing import parse_module

@@ -13,13 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lint_plugin.engine.facts import GUARD
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.engine.settings import (
     DEFAULT_GUARD_MODULE,
     Settings,
 )
 from lint_plugin.engine.source import one_line
+from lint_plugin.engine.vocabulary import GUARD
 from lint_plugin.findings import SYNTAX_ERROR_CODE, Edit, Finding
 from lint_plugin.fix.edits import (
     apply_edits_with_rows,

@@ -32,9 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .coverage import Coverage, UnranLine, never_ran
 from .drive import NO_SUM, KernelFactory, Source, remembered_run, run
@@ -46,6 +44,9 @@ from .kernel import ReferenceDraftKernel
 from .loader import extract_class, read_source
 from .record import KINDS, Record, diff
 from .widen import Widened, widen_kvi003
+
+if TYPE_CHECKING:
+    import torch
 
 IDENTICAL, WIDENED, GUARDED = "identical", "widened", "guarded"
 PROVEN, DIFFERS, CANNOT_DRIVE, NOT_COVERED = (

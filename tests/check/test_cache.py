@@ -107,8 +107,9 @@ def test_warm_run_answers_like_a_cold_run_without_the_engine(
 
 
 def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
-    """Nor the byte test's vocabulary: the cache answers for the file."""
-    (tmp_path / "a.py").write_text(KVI001)
+    """Nor the byte test's vocabulary: the cache answers for the file (whose
+    region is a small part of it: checked cold, its syntax check runs too)."""
+    (tmp_path / "a.py").write_text(KVI001 + "".join(f"x{i} = {i}\n" for i in range(40)))
     monkeypatch.chdir(tmp_path)
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
     watch = (

@@ -87,6 +87,17 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             and isinstance(node.args[0], ast.Constant)
         ):
             targets = [node.args[0].value]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.JoinedStr)
+            and isinstance(node.args[0].values[0], ast.Constant)
+        ):
+            # `importlib.import_module(f"lint_plugin.rules.{name}")`: every
+            # module its constant prefix may name.
+            prefix = node.args[0].values[0].value
+            targets = [m for m in modules if m.startswith(prefix) and m != prefix]
         found.update(t for t in targets if t in modules and t != name)
     return found
 

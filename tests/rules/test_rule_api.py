@@ -26,7 +26,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from lint_plugin.engine.vocabulary import Needs
-from lint_plugin.rules import Example, Rule
+from lint_plugin.rules._rule import Example, Rule
 
 if TYPE_CHECKING:
     from lint_plugin.engine.checker import Checker
