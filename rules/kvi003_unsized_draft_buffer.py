@@ -623,9 +623,10 @@ def _unsafe_fix(
     if len(parts) != 2:
         return None
     analysis = checker.analysis
-    frame = analysis.frame_of(_function_of(cls, scope, allocation))
-    stmt = analysis.statement(frame, node)
-    roles = [alternatives.role_of_value(analysis.values(p, frame, stmt)) for p in parts]
+    function = _function_of(cls, scope, allocation)
+    roles = [
+        alternatives.role_of_value(checker.values(p, function, at=node)) for p in parts
+    ]
     contexts = [r in CONTEXT_ROLES for r in roles]
     if contexts.count(True) != 1:
         return None

@@ -88,14 +88,16 @@ No fix: which argument is wrong is for a person to decide.
 
 
 def decide(checker: Checker) -> None:
-    analysis = checker.analysis
     for helper_call in checker.helper_calls:  # by a name nothing rebinds
         call, helper = helper_call.call, helper_call.helper
-        frame = analysis.frame_of(helper_call.function)
-        stmt = analysis.statement(frame, call) if helper_call.function else None
         given = values.arguments(call, helper)
         roles = [
-            (slot, alternatives.role_of_value(analysis.values(node, frame, stmt)))
+            (
+                slot,
+                alternatives.role_of_value(
+                    checker.values(node, helper_call.function, at=call)
+                ),
+            )
             for slot, node in given
         ]
         problems = formulas.misplaced_arguments(helper, roles)

@@ -412,10 +412,8 @@ def _is_full_used_len(used: ast.expr, guard, launch: Launch, checker: Checker) -
     """On every path, ``used`` is the used length through all the draft steps:
     ``draft_kv_indices_used_len(..., num_steps)`` with the step count, or its
     formula (read by value, through locals and branches)."""
-    analysis = checker.analysis
-    frame = analysis.frame_of(launch.function)
-    stmt = analysis.statement(frame, guard if isinstance(guard, ast.stmt) else used)
-    alts = analysis.values(used, frame, stmt)
+    at = guard if isinstance(guard, ast.stmt) else used
+    alts = checker.values(used, launch.function, at=at)
     return bool(alts) and all(_full(a.value) for a in alts)
 
 

@@ -103,6 +103,16 @@ class Checker:
             self._analysis = Analysis(self.module, self.helper_names, self.source)
         return self._analysis
 
+    def values(self, node: ast.AST, function, at: ast.AST | None = None):
+        """The values ``node`` may hold on each path (``Alt``s: a value and the
+        conditions of its path), read in ``function`` (its facts; None: at
+        module level) at the statement holding ``at`` (default: ``node``)."""
+        analysis = self.analysis
+        frame = analysis.frame_of(function)
+        where = node if at is None else at
+        stmt = analysis.statement(frame, where) if function is not None else None
+        return analysis.values(node, frame, stmt)
+
     def span(self, node: ast.AST) -> Span:
         return self.source.span(node)
 
