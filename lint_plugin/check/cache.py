@@ -273,6 +273,16 @@ def cache_for(
     return Cache(cache_folder(option, project_root), settings)
 
 
+def cache_config_folder(option: str | None, project_root: str) -> str | None:
+    """Where the configuration's parsed table is kept (``config.memo``): a
+    folder of the run's cache, when the cache is on and its folder is one this
+    tool made; else None (nothing is written where the user did not ask)."""
+    if os.environ.get(NO_CACHE_VARIABLE, "").lower() not in ("", "0", "false"):
+        return None
+    root = cache_folder(option, project_root)
+    return os.path.join(root, "config") if _is_ours(root) else None
+
+
 def cache_folder(option: str | None, project_root: str) -> str:
     """``--cache-dir``, else the environment's, else one in the project root."""
     return (

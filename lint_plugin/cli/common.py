@@ -210,15 +210,16 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
     )
     from lint_plugin.findings import FileError
 
+    memo = None if getattr(args, "no_cache", False) else _memo_folder(args)
     try:
         fixed = None
         if args.no_config:
             fixed = Config(root=os.path.abspath("."))
         elif args.config:
-            fixed = load_config(args.config)
+            fixed = load_config(args.config, memo)
     except ConfigError as error:
         raise _config_error(error) from None
-    resolver = ConfigResolver(fixed)
+    resolver = ConfigResolver(fixed, memo)
     command_line = Layer(
         args.select, args.extend_select or (), args.ignore or (), COMMAND_LINE
     )
@@ -299,6 +300,19 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
             continue
         files.append(path)
     return Plan(files, errors, selection, run_config, resolver, filter_for, unusable)
+
+
+def _memo_folder(args: argparse.Namespace):
+    """Where a configuration's parsed table is kept (``config.memo``): in the
+    cache folder of its project (``--cache-dir`` and the environment as for the
+    cache), only one this tool made and a run has used; None without a cache."""
+
+    def folder(root: str) -> str | None:
+        from lint_plugin.check.cache import cache_config_folder
+
+        return cache_config_folder(getattr(args, "cache_dir", None), root)
+
+    return folder
 
 
 def print_file_errors(errors: Sequence[FileError]) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 
 from lint_plugin.findings import FileError
 from lint_plugin.records import record
@@ -248,8 +249,13 @@ def parse_table(table: object, path: str) -> Config:
     )
 
 
-def load_config(path: str) -> Config:
-    """Read ``path``; without our table it gives the defaults, rooted at its folder."""
+# Where a configuration's parsed table may be kept, for the folder it is in.
+MemoFolder = Callable[[str], "str | None"]
+
+
+def load_config(path: str, memo: MemoFolder | None = None) -> Config:
+    """Read ``path``; without our table it gives the defaults, rooted at its folder.
+    ``memo``: where the parsed table is kept between runs (``config.memo``)."""
     data = read_regular_file(path, CONFIG_LIMIT)
     if isinstance(data, FileError):
         raise ConfigError(f"{path}: cannot read: {data.reason}")
@@ -258,7 +264,12 @@ def load_config(path: str) -> Config:
         return parse_table(_parse_toml(data, path), path)
     if not has_table(data):
         return Config(path=path, root=root)
-    table = _parse_toml(data, path).get("tool", {}).get(TABLE)
+    from lint_plugin.config.memo import parsed
+
+    folder = memo(root) if memo is not None else None
+    table = parsed(
+        data, folder, lambda: _parse_toml(data, path).get("tool", {}).get(TABLE)
+    )
     if table is None:  # the header regex matched inside a string, say
         return Config(path=path, root=root)
     return parse_table(table, path)
@@ -268,8 +279,11 @@ class ConfigResolver:
     """The configuration of each file: ``fixed`` for every file when given
     (``--config``/``--no-config``), else the nearest one, found once per folder."""
 
-    def __init__(self, fixed: Config | None = None) -> None:
+    def __init__(
+        self, fixed: Config | None = None, memo: MemoFolder | None = None
+    ) -> None:
         self.fixed = fixed
+        self._memo = memo
         self._by_folder: dict[str, Config | ConfigError] = {}
         self._by_file: dict[str, Config | ConfigError] = {}
         self._default = Config(root=os.path.abspath("."))
@@ -300,7 +314,7 @@ class ConfigResolver:
                 config = self._by_file.get(found)
                 if config is None:
                     try:
-                        config = load_config(found)
+                        config = load_config(found, self._memo)
                     except ConfigError as error:
                         config = error
                 self._by_file[found] = config

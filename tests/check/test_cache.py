@@ -36,11 +36,13 @@ def cache_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def entries(folder: Path) -> list[Path]:
-    """The answers stored (not the build's marker, nor the files' states)."""
+    """The answers stored (not the build's marker, nor the files' states, nor
+    the configurations' parsed tables)."""
     return [
         p
         for p in folder.glob("*/*")
         if p.is_file()
+        and p.parent.name != "config"
         and p.name != _BUILD_MARKER
         and not p.name.startswith(file_states.NAME)
     ]
