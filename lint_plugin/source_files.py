@@ -88,6 +88,22 @@ def read_with_status(
     return data, status
 
 
+def read_head(path: str, size: int) -> tuple[bytes, os.stat_result] | None:
+    """The first ``size`` bytes of a regular file and its status, or None (no
+    such file, not a regular one, unreadable): opened as ``read_with_status``
+    opens, so a FIFO in its place is never waited on."""
+    import stat
+
+    try:
+        with open(path, "rb", opener=_open_nonblocking) as handle:
+            status = os.fstat(handle.fileno())
+            if not stat.S_ISREG(status.st_mode):
+                return None
+            return handle.read(size), status
+    except OSError:
+        return None
+
+
 def _open_nonblocking(path: str, flags: int) -> int:
     return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 

@@ -47,10 +47,8 @@ _TAG = (
 
 
 def _hasher():
-    try:  # the module alone: hashlib would load OpenSSL (3 ms a run)
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter built without it
-        from hashlib import blake2b
+    from lint_plugin.digests import blake2b
+
     return blake2b(digest_size=20)
 
 
@@ -268,7 +266,7 @@ def cache_for(
     option: str | None, project_root: str, settings: Settings
 ) -> Cache | None:
     """The run's cache, or None when the environment turns it off."""
-    if os.environ.get(NO_CACHE_VARIABLE, "").lower() not in ("", "0", "false"):
+    if _turned_off():
         return None
     return Cache(cache_folder(option, project_root), settings)
 
@@ -277,10 +275,15 @@ def cache_config_folder(option: str | None, project_root: str) -> str | None:
     """Where the configuration's parsed table is kept (``config.memo``): a
     folder of the run's cache, when the cache is on and its folder is one this
     tool made; else None (nothing is written where the user did not ask)."""
-    if os.environ.get(NO_CACHE_VARIABLE, "").lower() not in ("", "0", "false"):
+    if _turned_off():
         return None
     root = cache_folder(option, project_root)
     return os.path.join(root, "config") if _is_ours(root) else None
+
+
+def _turned_off() -> bool:
+    """Does the environment turn the cache off (``DRAFT_KV_LINT_NO_CACHE``)?"""
+    return os.environ.get(NO_CACHE_VARIABLE, "").lower() not in ("", "0", "false")
 
 
 def cache_folder(option: str | None, project_root: str) -> str:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import os
-import stat
+
+from lint_plugin.source_files import read_head
 
 _HEADER = 16  # magic, flags, then mtime and size (or the source's hash)
 
@@ -29,19 +30,12 @@ def compiled(path: str, data: bytes, status: os.stat_result | None) -> bool:
         return False
     try:
         cached = importlib.util.cache_from_source(path)
-        # Never blocking: a FIFO in its place is no pyc.
-        handle = os.open(cached, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except (OSError, ValueError, NotImplementedError):
+    except (ValueError, NotImplementedError):
         return False
-    try:
-        written = os.fstat(handle)
-        if not stat.S_ISREG(written.st_mode):
-            return False
-        header = os.read(handle, _HEADER)
-    except OSError:
+    read = read_head(cached, _HEADER)  # never blocking: a FIFO is no pyc
+    if read is None:
         return False
-    finally:
-        os.close(handle)
+    header, written = read
     if len(header) < _HEADER or header[:4] != importlib.util.MAGIC_NUMBER:
         return False
     flags = int.from_bytes(header[4:8], "little")

@@ -22,10 +22,8 @@ def parsed(data: bytes, folder: str | None, parse: Callable[[], object]) -> obje
     nothing kept) from the run that parsed it."""
     if folder is None:
         return parse()
-    try:  # the module alone: hashlib would load OpenSSL (3 ms a run)
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter built without it
-        from hashlib import blake2b
+    from lint_plugin.digests import blake2b
+
     where = os.path.join(folder, _PREFIX + blake2b(data, digest_size=16).hexdigest())
     try:
         with open(where, "rb") as handle:

@@ -61,10 +61,8 @@ def _note(path: str, state: str) -> None:
 
 
 def _digest(data: bytes) -> str:
-    try:  # the module alone: hashlib would load OpenSSL
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - an interpreter built without it
-        from hashlib import blake2b
+    from lint_plugin.digests import blake2b
+
     return blake2b(data, digest_size=16).hexdigest()
 
 

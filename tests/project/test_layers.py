@@ -30,6 +30,7 @@ LAYERS = (
         "lazy",
         "errors",
         "statements",
+        "digests",
         "allocators",
         "roles",
         "bindings",
