@@ -24,6 +24,8 @@ class Role(enum.Enum):
     MAX_CONTEXT_LEN = "max_context_len"
     WINDOW = "window_size"  # a sliding window: a context size of its own
     NUM_STEPS = "num_steps"
+    # Tokens a request verifies: its draft tokens (the verify phase's query length).
+    NUM_DRAFT_TOKENS = "num_draft_tokens"
     TOKENS = "num_tokens"  # already sequences times topk: never a sequence count
     NUM_SEQS = "num_seqs"  # a number of sequences (requests) in a batch
 
@@ -51,6 +53,10 @@ ROLES: dict[Role, RoleSpec] = {
         r"(?:.*_)?window(?:_size|_len(?:gth)?)?", ("window",), context_sized=True
     ),
     Role.NUM_STEPS: RoleSpec(r"(?:.*_)?num_steps", ("num_steps",)),
+    Role.NUM_DRAFT_TOKENS: RoleSpec(
+        r"(?:.*_)?num_draft_tokens|draft_token_num|num_tokens_per_req",
+        ("num_draft_tokens", "draft_token_num", "num_tokens_per_req"),
+    ),
     Role.TOKENS: RoleSpec(r"(?:.*_)?num_tokens?", ("num_token",)),
     Role.NUM_SEQS: RoleSpec(
         r"(?:.*_)?(?:bs|num_seqs?|batch_size|num_reqs?|num_requests)",

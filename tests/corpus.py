@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,6 +220,52 @@ BACKENDS = (
 )
 ATTENTION = "sglang/srt/layers/attention"
 SPECULATIVE = "sglang/srt/speculative"
+# The sizing contracts' findings (KVI008, KVI009) in the attention folders, each
+# read by hand (issue 43's closing note): the verify custom mask a backend copies
+# the tree mask into, short at the context wall (Triton's and AITER's
+# `max_num_tokens * max_context_len`, Wave's and 0.4.6-0.4.7's Triton
+# `max_bs * max_context_len`), and AITER's target-verify kv_indices, written
+# `seq_lens + num_draft_tokens` per request into `max_bs * max_context_len`
+# (0.5.1-0.5.9) or `max_bs * max_num_blocks_per_seq` (0.5.10-0.5.12.post1,
+# #27485; 0.5.13 reserves the draft slack).
+CONTRACT_SITES = {
+    OLD: {
+        ("aiter_backend.py", 1406, "KVI009"),
+        ("aiter_backend.py", 1415, "KVI008"),
+        ("triton_backend.py", 549, "KVI008"),
+        ("wave_backend.py", 383, "KVI008"),
+    },
+    NEW: {
+        ("aiter_backend.py", 1527, "KVI008"),
+        ("triton_backend.py", 847, "KVI008"),
+        ("wave_backend.py", 385, "KVI008"),
+    },
+    LATEST: {
+        ("aiter_backend.py", 2850, "KVI008"),
+        ("wave_backend.py", 376, "KVI008"),
+    },
+}
+
+
+def contract_codes(version: str) -> set[tuple[str, str]]:
+    """``(file, code)`` of the contracts' findings in any pinned release: the
+    Triton mask in every one, Wave's mask and AITER's target-verify kv_indices
+    from 0.5.1 (AITER's until 0.5.13), AITER's mask from 0.5.10."""
+
+    def Version(text: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", text))
+
+    v = Version(version)
+    found = {("triton_backend.py", "KVI008")} if v < Version(LATEST) else set()
+    if v >= Version("0.5.1"):
+        found.add(("wave_backend.py", "KVI008"))
+    if Version("0.5.1") <= v < Version(NEW):
+        found.add(("aiter_backend.py", "KVI009"))
+    if v >= Version("0.5.10"):
+        found.add(("aiter_backend.py", "KVI008"))
+    return found
+
+
 # Every pinned release, oldest first.
 RELEASES = tuple(WHEELS)
 # Releases whose index kernel lives outside srt/ (0.5.23: sglang/kernels/ops/):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from lint_plugin import bindings, statements
 from lint_plugin.algebra.arith import AST, AST_OPERATORS, build, name_role
+from lint_plugin.contracts import class_may_write
 from lint_plugin.engine import vocabulary
 from lint_plugin.engine.allocations import (
     file_allocating_functions,
@@ -358,7 +359,9 @@ class Walker:
             # the names only: such a class is read whole by every path, so the
             # fast paths lose nothing.
             attributes |= inherited_role_attributes(node, self.module, self.path)
-        if not (named or may_be_draft_backend(text, attributes)):
+        if not (
+            named or may_be_draft_backend(text, attributes) or class_may_write(text)
+        ):
             return _Context(None, None, facts, None)
         facts.attributes.update(attributes)
         facts.read_whole = True

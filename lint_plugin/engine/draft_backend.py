@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 
+from lint_plugin.contracts import class_may_write
 from lint_plugin.engine import vocabulary
 from lint_plugin.roles import Role, role_of_name
 
@@ -108,8 +109,10 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
     """Is the class ``name`` (its source ``text``) read whole by the fast paths
     (check's regions, the flake8 plugin), as by a walk of the whole file? When it
     may be a draft backend (KVI003 reads its allocations through every
-    assignment), or may call a helper (KVI004 reads a call's ``self.``
-    arguments through the attributes the class assigns); ``aliases``: see
+    assignment), may call a helper (KVI004 reads a call's ``self.``
+    arguments through the attributes the class assigns), or may write a
+    contract's buffer (:mod:`lint_plugin.contracts`: its rule reads the
+    allocation and the writer, in different methods); ``aliases``: see
     ``helper_aliases``."""
     return (
         is_draft_backend_class(name)
@@ -117,4 +120,5 @@ def read_whole(name: str, text: str, aliases: tuple[str, ...] = ()) -> bool:
         or may_be_draft_backend(text)
         or _PREFIX in text
         or any(alias in text for alias in aliases)
+        or class_may_write(text)
     )

@@ -62,6 +62,9 @@ class Rewrite:
     # not: ``fix`` makes sure the module they are imported from defines them.
     imported: frozenset[str] = frozenset()
     guard_module: str | None = None  # where the inserted guard is imported from
+    # ``(module, name)`` a contract's owner call in an unsafe edit imports
+    # (lint_plugin.contracts): left out of the gate's comparison like the guard.
+    owner_imports: frozenset[tuple[str, str]] = frozenset()
     # Definitions added to the file itself (the helpers module being rewritten).
     defined: tuple[str, ...] = ()
     # Selected findings whose fix edits another file (KVI007): ``fix`` plans them.
@@ -131,6 +134,10 @@ def rewrite_text(
         guard_module = options.guard_module or guard_module_for(tree, path)
         new_text = _add_imports(new_text, {GUARD}, guard_module, skip_bound=True)
         imported.add(GUARD)
+    owner_imports = _owner_imports(unsafe_edits)
+    for module, name in sorted(owner_imports):
+        new_text = _add_imports(new_text, {name}, module, skip_bound=True)
+        imported.add(name)
     rows = _shift_for_import(current, new_text, rows)
     directives_moved = False
     if options.wrap:
@@ -151,6 +158,7 @@ def rewrite_text(
         imported=frozenset(imported),
         defined=tuple(defined),
         guard_module=guard_module,
+        owner_imports=owner_imports,
         elsewhere=tuple(elsewhere),
         helpers_file=helpers_file,
     )
@@ -376,6 +384,7 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> ast.Modu
             reference_names=names,
             definitions=frozenset(rewrite.defined),
             helpers_file=rewrite.helpers_file,
+            owner_imports=rewrite.owner_imports,
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
@@ -522,6 +531,22 @@ def _applicable(finding: Finding, options: Options) -> bool:
 
 
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")
+
+
+def _owner_imports(edits) -> frozenset[tuple[str, str]]:
+    """What the contracts' owner calls in ``edits`` need imported (a rule
+    offers such a fix only where the file binds none of those names)."""
+    from lint_plugin.contracts import CONTRACTS
+
+    found: set[tuple[str, str]] = set()
+    for contract in CONTRACTS:
+        owner = contract.owner
+        if owner is None or not owner.imports:
+            continue
+        call = re.compile(rf"\b{re.escape(owner.name)}\(")
+        if any(call.search(edit.content) for edit in edits):
+            found.update(owner.imports)
+    return frozenset(found)
 
 
 def _helper_sites(

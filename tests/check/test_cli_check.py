@@ -674,14 +674,15 @@ def _package_modules() -> tuple[str, ...]:
 
 # What a run over files no rule can match may import of the package: the front
 # end, the byte test with the rules' declarations and the words they are made
-# of. No parser, no walk, nothing the rules decide with.
+# of (the contracts their NEEDS read). No parser, no walk, nothing the rules
+# decide with.
 NO_MATCH_IMPORTS = re.compile(
     r"lint_plugin(\.(cli|config|check|noqa|output)(\..*)?"
     r"|\.(rules|engine|algebra)"
     r"|\.rules\.(kvi\d+_\w+|_rule)"
     r"|\.engine\.(vocabulary|settings|source)"
     r"|\.algebra\.helpers"
-    r"|\.(prefilter|codes|records|findings|printable|errors|lazy|roles|allocators"
+    r"|\.(prefilter|codes|records|findings|printable|errors|lazy|roles|allocators|contracts"
     r"|source_files|held_signals))?"
 )
 

@@ -169,7 +169,8 @@ def test_show_settings_shows_every_key_of_the_table(tree, run, fake_engine):
         assert resolved.get(key, key) in shown, key
     assert (
         shown["enabled"]
-        == "['KVI001', 'KVI002', 'KVI003', 'KVI005', 'KVI006', 'KVI007']"
+        == "['KVI001', 'KVI002', 'KVI003', 'KVI005', 'KVI006', 'KVI007', 'KVI008', "
+        "'KVI009']"
     )
     assert shown["per-file-ignores"] == "{'tests/*': ['KVI001']}"
     assert shown["exclude"] == "['build', 'gen']"

@@ -60,14 +60,16 @@ def sglang_repo(tmp_path: Path, old_attention: Path, monkeypatch) -> Path:
 
 def test_directives_survive_black_and_isort(sglang_repo: Path, capsys) -> None:
     status, before = _check(capsys, "sglang")
-    # KVI001-KVI003 and KVI006 (0.5.12.post1 guards no launch) in each backend.
-    assert status == 1 and len(before) == 16
-    assert _added(capsys, "sglang") == 16
+    # KVI001-KVI003 and KVI006 (0.5.12.post1 guards no launch) in each backend,
+    # and the sizing contracts' four (AITER's, Triton's and Wave's verify masks,
+    # AITER's target-verify kv_indices).
+    assert status == 1 and len(before) == 16 + 4
+    assert _added(capsys, "sglang") == 16 + 4
 
     # SGLang's pre-commit, as it runs when the directives are committed: black
     # (line length 88) and isort, black profile, on the files that changed.
     changed = sorted({str(Path("python", f["filename"])) for f in before})
-    assert len(changed) == 4
+    assert len(changed) == 5
     _run("black", "-q", *changed, cwd=sglang_repo)
     _run("isort", "-q", "--settings-path", ".isort.cfg", *changed, cwd=sglang_repo)
 

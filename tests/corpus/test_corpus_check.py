@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from corpus import BACKENDS
+from corpus import BACKENDS, CONTRACT_SITES, LATEST, NEW, OLD, contract_codes
 
 from lint_plugin.linter import lint_source
 
@@ -42,26 +42,33 @@ def findings_in(folder: Path) -> set[tuple[str, int, str]]:
     return found
 
 
+# The sizing contracts' findings of the four backends (the rest are Wave's).
+CONTRACTS_OLD = {site for site in CONTRACT_SITES[OLD] if site[0] in BACKENDS}
+
+
 def test_old_backends_have_exactly_the_sixteen_sites(old_attention: Path) -> None:
     found = set()
     for name in BACKENDS:
         path = old_attention / name
         found |= {(name, f.row, f.code) for f in lint_source(path.read_bytes(), name)}
-    assert found == EXPECTED_OLD
+    assert found == EXPECTED_OLD | CONTRACTS_OLD
     assert Counter(code for _, _, code in found) == {
         "KVI001": 4,
         "KVI002": 4,
         "KVI003": 4,
         "KVI006": 4,
+        "KVI008": 2,
+        "KVI009": 1,
     }
 
 
 def test_old_attention_folder_has_nothing_else(old_attention: Path) -> None:
-    assert findings_in(old_attention) == EXPECTED_OLD
+    assert findings_in(old_attention) == EXPECTED_OLD | CONTRACT_SITES[OLD]
 
 
 # Every finding in 0.5.13's attention folder: the two draft launches upstream
-# left without a guard (tests/corpus/test_default_selection.py).
+# left without a guard (tests/corpus/test_default_selection.py), and the verify
+# masks short at the context wall (corpus.CONTRACT_SITES).
 EXPECTED_NEW = {
     ("aiter_backend.py", 2970, "KVI006"),
     ("triton_backend.py", 1467, "KVI006"),
@@ -71,7 +78,7 @@ EXPECTED_NEW = {
 def test_new_attention_folder_has_only_the_unguarded_launches(
     new_attention: Path,
 ) -> None:
-    assert findings_in(new_attention) == EXPECTED_NEW
+    assert findings_in(new_attention) == EXPECTED_NEW | CONTRACT_SITES[NEW]
 
 
 def test_new_speculative_folder_is_clean(new_attention: Path) -> None:
@@ -106,7 +113,8 @@ def test_flake8_reports_what_check_reports(
         for f in lint_source(path.read_bytes(), str(path)):
             expected.add((path.name, f.row, f.column, f.code))
     assert _flake8(paths, folder) == expected
-    assert len(expected) == (16 if version == "old" else 2)
+    # With the contracts' findings of the four backends: 3 in 0.5.12.post1, 2 in 0.5.13.
+    assert len(expected) == (16 + 3 if version == "old" else 2 + 2)
 
 
 # The longest tests of the suite: halves of a package keep both of pytest-xdist's
@@ -209,18 +217,21 @@ def test_refactored_whole_packages_have_only_the_unguarded_launches(
 ) -> None:
     """Every file of 0.5.13 and 0.5.23: the gate stays quiet on the refactor, on
     every other multi-step backend, and on draft classes keeping no topk; only
-    the Triton and Aiter draft launches, which have no guard, are reported."""
+    the Triton and Aiter draft launches, which have no guard, are reported, and
+    the verify masks short at the context wall (Wave's and AITER's in 0.5.23;
+    FlashInfer's packed mask and every VerifyMask are quiet)."""
     from corpus import tree
 
     attention = "srt/layers/attention"
     for package, expected in (
-        (tree("0.5.13", whole=True) / "sglang", EXPECTED_NEW),
+        (tree("0.5.13", whole=True) / "sglang", EXPECTED_NEW | CONTRACT_SITES[NEW]),
         (
             latest_package,
             {
                 ("aiter_backend.py", 5147, "KVI006"),
                 ("triton_backend.py", 2595, "KVI006"),
-            },
+            }
+            | CONTRACT_SITES[LATEST],
         ),
     ):
         found = findings_in(package)
@@ -232,7 +243,7 @@ def test_old_whole_package_has_only_the_sixteen_sites(old_attention: Path) -> No
 
     package = tree("0.5.12.post1", whole=True) / "sglang"
     found = {(Path(p).name, row, code) for p, row, code in findings_in(package)}
-    assert found == EXPECTED_OLD
+    assert found == EXPECTED_OLD | CONTRACT_SITES[OLD]
 
 
 def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
@@ -241,8 +252,9 @@ def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
     """Every pinned release from 0.4.6.post5 to 0.5.12.post1: in its attention and
     speculative folders, exactly one KVI001, one KVI002, one KVI003 and one
     KVI006 (no release before 0.5.13 guards its launch) in each multi-step draft
-    backend it ships (three before Aiter's, four after), and no other finding
-    anywhere."""
+    backend it ships (three before Aiter's, four after), one finding of each
+    sizing contract the release breaks (``corpus.contract_codes``), and no
+    other finding anywhere."""
     import hashlib
 
     from corpus import PRE_REFACTOR, tree
@@ -253,14 +265,19 @@ def test_every_pre_refactor_release_has_one_site_of_each_kind_per_backend(
     for version in PRE_REFACTOR:
         root = tree(version) / "sglang/srt"
         found = Counter()
+        contracts = Counter()
         for path in sorted(root.rglob("*.py")):
             data = path.read_bytes()
             key = (hashlib.sha256(data).digest(), str(path.relative_to(root)))
             if key not in codes:
                 codes[key] = [f.code for f in lint_source(data, str(path))]
             for code in codes[key]:
+                if code in ("KVI008", "KVI009"):
+                    contracts[(path.name, code)] += 1
+                    continue
                 assert path.name in BACKENDS, (version, path, code)
                 found[(path.name, code)] += 1
+        assert contracts == dict.fromkeys(contract_codes(version), 1), version
         backends = {name for name, _ in found}
         assert len(backends) in (3, 4), (version, backends)
         assert set(found.values()) == {1}, (version, found)

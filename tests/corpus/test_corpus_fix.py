@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from corpus import BACKENDS
+from corpus import BACKENDS, CONTRACT_SITES, OLD
 
 from lint_plugin.engine.formulas import BUFFER_WIDTH, USED_LEN
 from lint_plugin.fix.rewrite import Options, rewrite_text
@@ -86,9 +86,13 @@ def test_each_call_site_is_upstreams(rewritten, name: str) -> None:
 @pytest.mark.parametrize("name", BACKENDS)
 def test_rewritten_files_are_clean_compile_and_are_stable(rewritten, name: str) -> None:
     _, safe, unsafe, _ = rewritten[name]
+    # The sizing contracts' findings stay: 0.5.12.post1's tree has no owner
+    # helper (tree_mask_numel) to size a mask with, and KVI009 has no fix.
+    contracts = sorted(code for file, _, code in CONTRACT_SITES[OLD] if file == name)
     safe_codes = sorted(f.code for f in lint_source(safe.text.encode(), name))
-    assert safe_codes == ["KVI003", "KVI006"]  # their fixes are unsafe
-    assert lint_source(unsafe.text.encode(), name) == []
+    assert safe_codes == sorted(["KVI003", "KVI006", *contracts])  # unsafe fixes
+    unsafe_codes = sorted(f.code for f in lint_source(unsafe.text.encode(), name))
+    assert unsafe_codes == contracts
     compile(unsafe.text, name, "exec")
     assert not rewrite_text(unsafe.text, name, Options(unsafe_fixes=True)).changed
 

@@ -7,7 +7,9 @@ and FlashInfer MLA have upstream's): at the context wall the index kernel writes
 past a helper-sized row, and only the guard stops it. So a default run reports
 exactly those two launches. 0.5.12.post1's four backends hold their inline
 copies and unsized buffers (KVI001-KVI003) and no guard anywhere (KVI006 at each
-launch)."""
+launch). The sizing contracts are on by default too: every release's verify
+masks short at the context wall and 0.5.12.post1's AITER target-verify
+kv_indices (KVI008, KVI009: ``corpus.CONTRACT_SITES``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from corpus import BACKENDS, attention_dir, available
+from corpus import BACKENDS, CONTRACT_SITES, attention_dir, available
 
 pytestmark = pytest.mark.corpus
 
@@ -85,14 +87,15 @@ def test_refactored_attention_folders_report_the_two_unguarded_launches(
 ) -> None:
     folder = _attention(version)
     status, found = default_check(folder, ["."])
-    assert (status, found) == (1, EXPECTED[version])
+    assert (status, found) == (1, EXPECTED[version] | CONTRACT_SITES[version])
 
 
 def test_pre_refactor_backends_report_their_sites_and_every_launch() -> None:
     folder = _attention("0.5.12.post1")
     status, found = default_check(folder, list(BACKENDS))
-    assert (status, found) == (1, EXPECTED["0.5.12.post1"])
-    codes = sorted(code for _, _, code in found)
+    contracts = {s for s in CONTRACT_SITES["0.5.12.post1"] if s[0] in BACKENDS}
+    assert (status, found) == (1, EXPECTED["0.5.12.post1"] | contracts)
+    codes = sorted(code for _, _, code in found - contracts)
     assert codes == [
         c for c in ("KVI001", "KVI002", "KVI003", "KVI006") for _ in BACKENDS
     ]

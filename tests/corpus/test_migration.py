@@ -7,12 +7,13 @@ a fixed backend imports is defined in the tree where the import says (read by
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
-from corpus import ATTENTION, BACKENDS, SPECULATIVE, wheel
+from corpus import ATTENTION, BACKENDS, CONTRACT_SITES, SPECULATIVE, wheel
 
 from lint_plugin.cli import main
 from lint_plugin.engine.formulas import HELPER_SLOTS
@@ -99,8 +100,14 @@ def test_fix_on_0512_in_sglangs_layout_leaves_a_working_tree(
         # tests/corpus/test_corpus_fix.py): the tree only adds the definitions.
         alone = rewrite_text(originals[name], name, Options(unsafe_fixes=True)).text
         assert (attention / name).read_text() == alone, name
-    assert main(["check", "--no-config", "python/sglang/srt"]) == 0
-    assert capsys.readouterr().out == "All checks passed!\n"
+    # Left: the sizing contracts' findings, which 0.5.12.post1's tree has no
+    # owner to fix with (tree_mask_numel came in 0.5.23; KVI009 has no fix).
+    assert main(["check", "--no-config", "--output-format", "json", "python"]) == 1
+    left = {
+        (Path(f["filename"]).name, f["code"])
+        for f in json.loads(capsys.readouterr().out)
+    }  # the rows moved with the rewrite
+    assert left == {(name, code) for name, _, code in CONTRACT_SITES["0.5.12.post1"]}
     assert main(["fix", "--no-config", "--unsafe-fixes", f"python/{ATTENTION}"]) == 0
     assert capsys.readouterr().err == "Nothing to fix.\n"
 
@@ -136,8 +143,18 @@ def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
     assert capsys.readouterr().out.count(": KVI006 ") == 2
     assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
     err = capsys.readouterr().err
-    assert "Fixed 2 site(s) (2 unsafe) in 2 file(s)." in err
+    # The two guards, and the Wave and AITER verify masks (KVI008), sized by
+    # 0.5.23's own owner, imported from where 0.5.23 defines it.
+    assert "Fixed 4 site(s) (4 unsafe) in 3 file(s)." in err
     assert "Added" not in err and "note:" not in err  # 0.5.23 defines them all
+    for name in ("wave_backend.py", "aiter_backend.py"):
+        text = (attention / name).read_text()
+        assert (
+            "\nfrom sglang.srt.layers.attention.verify_mask import tree_mask_numel\n"
+            in text
+        )
+        assert "\nfrom sglang.srt.speculative.eagle_utils import TreeMaskMode\n" in text
+        assert "tree_mask_numel(\n" in text and "TreeMaskMode.FULL_MASK," in text
     triton = (attention / "triton_backend.py").read_text()
     assert (
         "\nfrom sglang.kernels.ops.attention.utils import assert_buffer_fits\n"
@@ -152,7 +169,7 @@ def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
     assert (
         "assert_buffer_fits(" in common[bound : common.index("generate_draft_decode")]
     )
-    for name in ("triton_backend.py", "aiter_backend.py"):
+    for name in ("triton_backend.py", "aiter_backend.py", "wave_backend.py"):
         assert unresolved_imports(tmp_path / "python", attention / name) == []
     assert main(["check", *flags[:1], "python"]) == 0
     assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0

@@ -37,21 +37,39 @@ FIXABLE = [
 ]
 
 
+def rewrite_example(example, folder, source: str | None = None, **options) -> str:
+    """``rewrite`` of an example, in its tree when it has one (written under
+    ``folder``: a fix that imports from another module of the tree asks it)."""
+    source = example.code if source is None else source
+    if not example.tree:
+        return rewrite(source, **options)
+    for name, text in example.tree:
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    path = folder / example.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    options.setdefault("helpers_module", HELPERS)
+    options.setdefault("guard_module", GUARDS)
+    return rewrite_text(source, str(path), Options(**options)).text
+
+
 @pytest.mark.parametrize("example", FIXABLE)
-def test_rule_example_is_fixed_as_documented(example) -> None:
-    after = rewrite(example.code, unsafe_fixes=example.unsafe)
+def test_rule_example_is_fixed_as_documented(example, tmp_path) -> None:
+    after = rewrite_example(example, tmp_path, unsafe_fixes=example.unsafe)
     assert without_helper_import(after) == example.fixed
 
 
 @pytest.mark.parametrize("example", FIXABLE)
-def test_second_run_changes_nothing(example) -> None:
-    once = rewrite(example.code, unsafe_fixes=example.unsafe)
-    assert rewrite(once, unsafe_fixes=example.unsafe) == once
+def test_second_run_changes_nothing(example, tmp_path) -> None:
+    once = rewrite_example(example, tmp_path, unsafe_fixes=example.unsafe)
+    again = rewrite_example(example, tmp_path, once, unsafe_fixes=example.unsafe)
+    assert again == once
 
 
 @pytest.mark.parametrize("example", [p for p in FIXABLE if p.values[0].unsafe])
-def test_unsafe_fix_needs_the_flag(example) -> None:
-    assert rewrite(example.code) == example.code
+def test_unsafe_fix_needs_the_flag(example, tmp_path) -> None:
+    assert rewrite_example(example, tmp_path) == example.code
 
 
 def method(body: str) -> str:

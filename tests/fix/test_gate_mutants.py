@@ -48,16 +48,25 @@ def _fast(text: str, name: str, shared: SharedResults | None = None) -> list[tup
     return shared.get(f"gate-mutant check {name} {digest}", compute)
 
 
+# The sizing contracts of other buffers (the verify masks: KVI008) are pinned
+# site by site in tests/corpus/test_corpus_check.py; the draft rows' gate is here.
+CONTRACT_CODES = ("KVI008", "KVI009")
+
+
 def _codes(text: str, name: str, shared: SharedResults | None = None) -> list[str]:
     codes = [code for _, _, code, _ in _fast(text, name, shared)]
     assert SYNTAX_ERROR_CODE not in codes, "a mutant must be valid Python"
-    return codes
+    return [code for code in codes if code not in CONTRACT_CODES]
 
 
 def test_each_backend_has_two_sized_buffers(refactored: dict[str, str]) -> None:
     for name, text in refactored.items():
         assert len(sites(text)) == 2, name
         assert _codes(text, name) == (["KVI006"] if name in UNGUARDED else [])
+        masks = [code for _, _, code, _ in _fast(text, name) if code in CONTRACT_CODES]
+        assert masks == (["KVI008"] if name in UNGUARDED else []) or (
+            name == "triton_backend.py" and masks == []  # 0.5.23: VerifyMask's
+        ), (name, masks)
 
 
 def test_every_regression_is_one_kvi003(
@@ -116,7 +125,8 @@ def test_unsafe_fix_sizes_every_fixable_style(
     for site in sites(text):
         mutant = mutate(text, site, REGRESSIONS[style])
         fixed = rewrite_text(mutant, name, Options(unsafe_fixes=True))
-        assert sorted(f.code for f in fixed.applied) == ["KVI003", "KVI006"]
+        applied = [f.code for f in fixed.applied if f.code not in CONTRACT_CODES]
+        assert sorted(applied) == ["KVI003", "KVI006"]
         assert _codes(fixed.text, name) == []
         assert "draft_kv_indices_buffer_width(" in fixed.text.replace(
             mutant, ""

@@ -36,6 +36,7 @@ LAYERS = (
         "bindings",
         "install_origin",
         "envelope",
+        "contracts",
     ),
     ("algebra",),
     ("engine",),

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 RULE_MODULE = '''\
-"""KVI008: a device synchronize in a draft backend (a scratch rule)."""
+"""KVI010: a device synchronize in a draft backend (a scratch rule)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ _SYNC = "synchronize"
 NEEDS = Needs((((_SYNC,),),), where="class", facts=(_SYNC,))
 
 RULE = Rule(
-    code="KVI008",
+    code="KVI010",
     name="draft-backend-synchronize",
     message="`{text}` stalls the draft loop",
     fix_title=None,
@@ -55,7 +55,7 @@ def decide(checker: Checker) -> None:
         for node in ast.walk(cls.node):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == _SYNC:
                 text = checker.source.segment(node)
-                checker.add("KVI008", checker.span(node), RULE.message.format(text=text))
+                checker.add("KVI010", checker.span(node), RULE.message.format(text=text))
 '''
 
 BACKEND = """\
@@ -89,7 +89,7 @@ def _scratch(tmp_path: Path, with_rule: bool) -> Path:
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     if with_rule:
-        (copy / "lint_plugin" / "rules" / "kvi008_draft_synchronize.py").write_text(
+        (copy / "lint_plugin" / "rules" / "kvi010_draft_synchronize.py").write_text(
             RULE_MODULE
         )
     return copy
@@ -123,7 +123,7 @@ def test_a_rule_module_alone_adds_a_rule(tmp_path: Path) -> None:
     target.write_text(BACKEND)
     status, found = _check(_scratch(tmp_path, with_rule=True), target)
     assert status == 1
-    assert [(f["code"], f["location"]["row"]) for f in found] == [("KVI008", 11)]
+    assert [(f["code"], f["location"]["row"]) for f in found] == [("KVI010", 11)]
     assert found[0]["message"] == "`torch.cuda.synchronize()` stalls the draft loop"
     # Without the module, the same file holds nothing.
     assert _check(_scratch(tmp_path, with_rule=False), target) == (0, [])

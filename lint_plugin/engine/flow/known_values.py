@@ -19,8 +19,11 @@ from lint_plugin.engine.flow.alternatives import Alt, Ref
 from lint_plugin.roles import CONTEXT_ROLES, Role, role_of_name
 
 # Roles whose `self.` attribute is the class's own, by its name: the kernel is
-# launched with it, whatever it was assigned from.
-NAMED_ATTRIBUTES = frozenset({Role.TOPK, Role.NUM_STEPS}) | CONTEXT_ROLES
+# launched with it, whatever it was assigned from (the draft-token count too:
+# the verify kernels write the spec's, which SGLang keeps under that name).
+NAMED_ATTRIBUTES = (
+    frozenset({Role.TOPK, Role.NUM_STEPS, Role.NUM_DRAFT_TOKENS}) | CONTEXT_ROLES
+)
 
 
 TORCH_ALLOCATORS = frozenset(allocators.TORCH_ALLOCATORS)

@@ -188,11 +188,11 @@ def _rows(
     found: list[Row] = []
     reach = None
     for allocator in allocators:
-        for shape in _shapes(
+        for shape in shapes(
             analysis, allocator.value, call, frame, stmt, loop or viewed, may_be_steps
         ):
             if reach is None:
-                reach = _reach(frame, stmt)
+                reach = reach_conditions(frame, stmt)
             shape.conds |= allocator.conds
             row = _per_step(analysis, shape, call, frame, stmt, loop)
             if row is None:
@@ -212,7 +212,7 @@ def _rows(
     return found or None
 
 
-def _reach(frame: Frame, stmt) -> list[frozenset]:
+def reach_conditions(frame: Frame, stmt) -> list[frozenset]:
     """The sets of branch conditions under which ``stmt`` runs in ``frame``."""
     return [
         frozenset((k, n, p, frame) for k, n, p in fact.conds)
@@ -277,7 +277,7 @@ def _helper_rows(
                     if not any(r.width == a.width and r.how == a.how for a in alone)
                 ]
             if rows and reach is None:
-                reach = _reach(frame, stmt)
+                reach = reach_conditions(frame, stmt)
             for row in rows:
                 shown = row.shown
                 shown = (
@@ -376,7 +376,7 @@ def _per_step(
     return None
 
 
-def _shapes(
+def shapes(
     analysis: Analysis,
     ref: Ref,
     call: ast.Call,

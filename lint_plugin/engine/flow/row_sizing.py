@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from lint_plugin.algebra import symbolic
 from lint_plugin.algebra.symbolic import Const, Expr, Op, holds
+from lint_plugin.contracts import DRAFT_KV_INDICES, Contract
 from lint_plugin.engine.facts import Allocation, ModuleFacts
 from lint_plugin.engine.flow.bounds import evaluable, find_witness, proves, values_of
 from lint_plugin.engine.flow.dataflow import literal_order
@@ -113,8 +114,8 @@ def judge(
     rows = allocation_rows(analysis, allocation.function, allocation.call, inner)
     if rows is None:
         return None
-    rows = _with_contexts(rows)
-    if not any(_contexts(r.width) for r in rows):
+    rows = with_contexts(rows)
+    if not any(contexts_of(r.width) for r in rows):
         opaque = [r for r in rows if not evaluable(r.width)]
         if not opaque or "kv_indices" not in (allocation.target or ""):
             return None
@@ -124,17 +125,28 @@ def judge(
         reason = f"no context size on any path, and `{texts[0]}` cannot be evaluated"
         paths = [PathVerdict(r, NOT_JUDGED, reason=reason) for r in opaque[:1]]
         return Judgement(allocation, paths)
-    # Paths to the same width from the same definitions differ only in the
-    # branches they took: judged once, as one path, under each set of conditions.
-    groups: dict[tuple, list[Row]] = {}
-    for row in rows:
-        key = (row.width, row.rows, id(row.site and row.site[0]), row.how)
-        groups.setdefault(key, []).append(row)
+    groups = group_rows(rows)
+    own_topk = topk_text if none_runs_no_draft else None
+    return judge_paths(
+        allocation, groups, analysis, lambda w: _goals(w, topk_text), own_topk
+    )
+
+
+def judge_paths(
+    allocation: Allocation,
+    groups: dict[tuple, list[Row]],
+    analysis,
+    goals_of,
+    own_topk: str | None = None,
+) -> Judgement | None:
+    """Each group of paths (one width from the same definitions) judged against
+    ``goals_of(width)``: ``(goals, goal, reason)``, the least sizes the width
+    must reach (one per context size), the least of them, and why there is no
+    goal when there is none. Shared by every sizing contract."""
     paths = [
         p
         for p in (
-            _judge_group(g, analysis, topk_text, none_runs_no_draft)
-            for g in groups.values()
+            _judge_group(g, analysis, goals_of, own_topk) for g in groups.values()
         )
         if p is not None
     ]
@@ -146,7 +158,17 @@ def judge(
     return Judgement(allocation, paths)
 
 
-def _with_contexts(rows: list[Row]) -> list[Row]:
+def group_rows(rows: list[Row]) -> dict[tuple, list[Row]]:
+    """Paths to the same width from the same definitions differ only in the
+    branches they took: judged once, as one path, under each set of conditions."""
+    groups: dict[tuple, list[Row]] = {}
+    for row in rows:
+        key = (row.width, row.rows, id(row.site and row.site[0]), row.how)
+        groups.setdefault(key, []).append(row)
+    return groups
+
+
+def with_contexts(rows: list[Row]) -> list[Row]:
     """The rows of the allocations some path of which holds a context size:
     a call of a function of the file may make several buffers (``origin``),
     and one whose rows hold none (a ``(steps, max_bs + 1)`` buffer) is no
@@ -160,7 +182,7 @@ def _with_contexts(rows: list[Row]) -> list[Row]:
     kept = [
         row
         for group in origins.values()
-        if any(_contexts(r.width) for r in group)
+        if any(contexts_of(r.width) for r in group)
         for row in group
     ]
     return kept or rows
@@ -175,7 +197,7 @@ def _path_order(path: PathVerdict) -> tuple:
     )
 
 
-def _contexts(width: Expr) -> list[Expr]:
+def contexts_of(width: Expr) -> list[Expr]:
     """The context sizes a width is made of: context-sized symbols, and what a
     call of the width helper was given as its ``max_context_len``."""
     found: list[Expr] = []
@@ -197,13 +219,12 @@ def _contexts(width: Expr) -> list[Expr]:
 
 
 def _judge_group(
-    group: list[Row], analysis, topk_text: str, none_runs_no_draft: bool
+    group: list[Row], analysis, goals_of, own_topk: str | None
 ) -> PathVerdict | None:
     """One width reached under one or more sets of branch conditions; None when
     no set can be taken (its conditions contradict, or no value satisfies them)."""
     width = group[0].width
-    goals, goal, reason = _goals(width, topk_text)
-    own_topk = topk_text if none_runs_no_draft else None
+    goals, goal, reason = goals_of(width)
     variants = [(row, _conditions(row, analysis, own_topk)) for row in group]
     variants = [(row, c) for row, c in variants if c is not None]
     if not variants:
@@ -249,12 +270,32 @@ def _judge_group(
 def _goals(width: Expr, topk_text: str):
     """``(goals, goal, reason)``: what the row must hold, as one polynomial per
     context size it is made of and as the least of them; no goal and the reason
-    when the width names no sequence count but may hold one in disguise."""
+    when the width names no sequence count but may hold one in disguise (a
+    draft-token count too: in draft decode nothing says what it is)."""
     syms = list(symbolic.symbols(width))
     topk = next((s for s in syms if s.role is Role.TOPK), None) or symbolic.role_symbol(
         Role.TOPK, topk_text
     )
-    contexts = _contexts(width) or [
+    return contract_goals(
+        DRAFT_KV_INDICES, width, {"topk": topk}, free=(Role.NUM_DRAFT_TOKENS,)
+    )
+
+
+def contract_goals(
+    contract: Contract,
+    width: Expr,
+    sizes: dict[str, Expr],
+    free: tuple[Role, ...] = (),
+):
+    """``(goals, goal, reason)`` of ``contract``'s least size for ``width``: its
+    formula over the width's own sequence count and context sizes, ``sizes``
+    for its other names (the topk, the draft-token count); one goal per context
+    size and the least of them. No goal when the width names no sequence count
+    but may hold one: a name of no role (or of a role in ``free``), something
+    that cannot be evaluated."""
+    syms = list(symbolic.symbols(width))
+    lengths = next((s for s in syms if s.role is Role.SEQ_LENS_SUM), None)
+    contexts = contexts_of(width) or [
         symbolic.role_symbol(Role.MAX_CONTEXT_LEN, "max_context_len")
     ]
     count = next((s for s in syms if s.role is Role.NUM_SEQS), None)
@@ -262,7 +303,7 @@ def _goals(width: Expr, topk_text: str):
         opaque = sorted({s.text for s in syms if s.opaque})
         if opaque:
             return [], None, f"`{opaque[0]}` cannot be evaluated"
-        unknown = sorted({s.text for s in syms if s.role is None})
+        unknown = sorted({s.text for s in syms if s.role is None or s.role in free})
         if unknown:
             return (
                 [],
@@ -270,10 +311,43 @@ def _goals(width: Expr, topk_text: str):
                 f"no sequence count in the width, and `{unknown[0]}` may be one",
             )
         count = symbolic.role_symbol(Role.NUM_SEQS, "num_seqs")
-    goals = [symbolic.mul(count, topk, c) for c in contexts]
+    if lengths is not None and contract.exact is not None:
+        # Allocated per batch from its lengths' sum: what that batch writes.
+        exact = least_size(
+            contract.exact, {**sizes, "num_seqs": count, "seq_lens_sum": lengths}
+        )
+        return [exact], exact, ""
+    goals = [
+        least_size(contract.least, {**sizes, "num_seqs": count, "context": c})
+        for c in contexts
+    ]
     if len(goals) == 1:
         return goals, goals[0], ""
-    return goals, symbolic.mul(count, topk, Op("min", tuple(contexts))), ""
+    least = Op("min", tuple(contexts))
+    return (
+        goals,
+        least_size(contract.least, {**sizes, "num_seqs": count, "context": least}),
+        "",
+    )
+
+
+def least_size(formula: str, sizes: dict[str, Expr]) -> Expr:
+    """A contract's formula (names, integers, ``+``, ``*``, parentheses: our
+    own text, never a file's) with each name's value from ``sizes``."""
+    import ast
+
+    def value(node) -> Expr:
+        if isinstance(node, ast.Name):
+            return sizes[node.id]
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return Const(node.value)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return symbolic.add(value(node.left), value(node.right))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            return symbolic.mul(value(node.left), value(node.right))
+        raise ValueError(f"not a contract formula: {formula!r}")
+
+    return value(ast.parse(formula, mode="eval").body)
 
 
 def _satisfiable(width, goal, conds) -> bool:

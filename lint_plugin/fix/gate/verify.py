@@ -40,6 +40,7 @@ def verify(
     reference_names: ModuleNames | None = None,
     definitions: frozenset[str] = frozenset(),
     helpers_file: bool = False,
+    owner_imports: frozenset[tuple[str, str]] = frozenset(),
 ) -> ast.Module:
     """Raise NotEqual unless ``final`` is ``reference`` up to comments, layout,
     integer arithmetic and the helpers' calls and imports.
@@ -54,6 +55,8 @@ def verify(
     has proven each definition): left out of the comparison as the helpers'
     imports are, and bound where they stand. ``helpers_file``: the texts are
     the helpers module itself, where its proven definitions are the helpers.
+    ``owner_imports``: ``(module, name)`` imports an unsafe edit's owner call
+    needs (``reference`` already calls it): left out like the guard's.
     Returns ``final``'s tree (what is written, parsed once)."""
     try:
         before = reference_tree or parse_module(reference, "the original")
@@ -76,8 +79,12 @@ def verify(
         names_before = ModuleNames(before, reference, helpers_module, assume, own=own)
     if ast.get_docstring(before, clean=False) != ast.get_docstring(after, clean=False):
         raise NotEqual("the module's docstring would change")
-    before, old = _drop_helper_imports(before, helpers_module, guard_module)
-    after, new = _drop_helper_imports(after, helpers_module, guard_module, definitions)
+    before, old = _drop_helper_imports(
+        before, helpers_module, guard_module, owners=owner_imports
+    )
+    after, new = _drop_helper_imports(
+        after, helpers_module, guard_module, definitions, owner_imports
+    )
     _check_bindings(old, new, names_before, names_after)
     calls = {**names_before.calls(), **names_after.calls()}
     canon = Canonicalizer(resolve=lambda call: calls.get(id(call), (None,))[0])
@@ -244,6 +251,7 @@ def _drop_helper_imports(
     helpers_module: str,
     guard_module: str | None = None,
     definitions: frozenset[str] = frozenset(),
+    owners: frozenset[tuple[str, str]] = frozenset(),
 ) -> tuple[ast.Module, dict[str, tuple[str, int]]]:
     """``tree`` without the helpers' (and the guard's) top-level imports and
     the top-level ``def`` of each helper in ``definitions``, and for each name
@@ -277,6 +285,11 @@ def _drop_helper_imports(
 
             def dropped(alias: ast.alias) -> bool:
                 return alias.name == _GUARD and alias.asname is None
+
+        elif any(module == statement.module for module, _ in owners):
+
+            def dropped(alias: ast.alias, module: str = statement.module) -> bool:
+                return alias.asname is None and (module, alias.name) in owners
 
         else:
             body.append(statement)

@@ -1,0 +1,138 @@
+"""Is a buffer at least what its contract's writer writes, on every path?
+
+A contract's buffer (:mod:`lint_plugin.contracts`) is one flat allocation: its
+size is the product of the dimensions an allocator call asks for, read on each
+path as KVI003 reads a row's width (every allocator and shape spelling,
+:func:`lint_plugin.engine.flow.per_step_rows.shapes`), and judged by the same
+verdicts (:mod:`lint_plugin.engine.flow.row_sizing`): ``sized`` when it is at
+least the contract's least size for all positive sizes, ``unsized`` when a
+binding shows it smaller, ``not judged`` otherwise. A token count in the size is
+what the contract's phase makes it (``max_num_tokens`` is ``max_bs *
+num_draft_tokens`` when a verify graph is captured).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lint_plugin.algebra import symbolic
+from lint_plugin.algebra.symbolic import Expr
+from lint_plugin.contracts import Contract
+from lint_plugin.engine.facts import Allocation
+from lint_plugin.engine.flow.alternatives import Ref
+from lint_plugin.engine.flow.per_step_rows import Row, reach_conditions, shapes
+from lint_plugin.engine.flow.row_sizing import (
+    Judgement,
+    contract_goals,
+    group_rows,
+    judge_paths,
+    least_size,
+)
+from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.roles import Role
+
+
+def numel_rows(analysis: Analysis, function, call) -> list[Row] | None:
+    """The number of elements an allocation call makes, one :class:`Row` per
+    path (``how``: ``numel``); None when the call allocates nothing."""
+    frame = analysis.frame_of(function)
+    stmt = analysis.statement(frame, call)
+    callees = analysis.values(call.func, frame, stmt)
+    allocators = [
+        c
+        for c in callees
+        if isinstance(c.value, Ref) and c.value.kind in ("alloc", "partial")
+    ]
+    found: list[Row] = []
+    reach = None
+    for allocator in allocators:
+        for shape in shapes(analysis, allocator.value, call, frame, stmt, True):
+            if reach is None:
+                reach = reach_conditions(frame, stmt)
+            one = len(shape.dims) == 1
+            site = shape.width_alt.site if one and shape.width_alt else None
+            written = shape.written if one else None
+            if one and written is None and _made_here(shape.shown, call):
+                # `zeros((max_bs * n), ...)`: the size is made in the call.
+                written, site = shape.shown, (shape.shown, frame.scope)
+            width = symbolic.mul(*shape.dims)
+            for conds in reach:
+                found.append(
+                    Row(
+                        width,
+                        shape.conds | allocator.conds | conds,
+                        shape.rows,
+                        site,
+                        shape.shown,
+                        written,
+                        "numel",
+                    )
+                )
+    return found or None
+
+
+def _made_here(node, call) -> bool:
+    """Is ``node`` an expression of the call's own arguments that computes the
+    size (not a name or a tuple that holds it)?"""
+    return isinstance(node, ast.BinOp) and any(
+        node is a for a in (*call.args, *(k.value for k in call.keywords))
+    )
+
+
+def judge_buffer(
+    allocation: Allocation,
+    analysis: Analysis,
+    contract: Contract,
+    sizes: dict[str, Expr],
+) -> Judgement | None:
+    """The allocation's size on each path against ``contract.least``; ``sizes``
+    gives the formula's names the width may not hold (the draft-token count
+    the writer writes). None when the call allocates nothing."""
+    rows = numel_rows(analysis, allocation.function, allocation.call)
+    if rows is None:
+        return None
+    rows = [_in_phase(row, contract, sizes) for row in rows]
+    return judge_paths(
+        allocation,
+        group_rows(rows),
+        analysis,
+        lambda width: contract_goals(contract, width, _sizes_of(width, sizes)),
+    )
+
+
+def _sizes_of(width: Expr, sizes: dict[str, Expr]) -> dict[str, Expr]:
+    """``sizes`` with the draft-token count the width itself names, if any."""
+    own = next(
+        (s for s in symbolic.symbols(width) if s.role is Role.NUM_DRAFT_TOKENS), None
+    )
+    return {**sizes, "num_draft_tokens": own} if own is not None else sizes
+
+
+def _in_phase(row: Row, contract: Contract, sizes: dict[str, Expr]) -> Row:
+    """``row`` with its token count what the contract's phase makes it."""
+    tokens = [s for s in symbolic.symbols(row.width) if s.role is Role.TOKENS]
+    if not tokens:
+        return row
+    count = next(
+        (s for s in symbolic.symbols(row.width) if s.role is Role.NUM_SEQS),
+        None,
+    ) or symbolic.role_symbol(Role.NUM_SEQS, "max_bs")
+    value = least_size(
+        contract.tokens, {**_sizes_of(row.width, sizes), "num_seqs": count}
+    )
+    width = symbolic.replace(row.width, dict.fromkeys(tokens, value))
+    return Row(width, row.conds, row.rows, row.site, row.shown, row.written, row.how)
+
+
+def token_counts(analysis: Analysis, allocation: Allocation) -> list[str]:
+    """The token counts the allocation's size names on some path, as spelt (a
+    message says what the contract's phase took them to be)."""
+    rows = numel_rows(analysis, allocation.function, allocation.call) or []
+    return sorted(
+        {
+            s.text
+            for r in rows
+            for s in symbolic.symbols(r.width)
+            if s.role is Role.TOKENS
+        }
+    )
