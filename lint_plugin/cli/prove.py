@@ -39,6 +39,35 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         "(default: the one each backend imports, in its own tree); given alone, "
         "print the write extent derived from it and whether the helpers hold it",
     )
+    parser.add_argument(
+        "--kernel-name",
+        metavar="NAME",
+        help="with --kernel FILE alone: the @triton.jit kernel of FILE to derive "
+        "(default: generate_draft_decode_kv_indices). Any other kernel is read "
+        "as a flat writer: its pointers, outputs, per-program loads, prefix sums "
+        "and loops are learned from its source, and each store's extent is "
+        "proven against the output sizes its callers state (SGLang's launches "
+        "of create_flashinfer_kv_indices_triton, assign_extend_cache_locs and "
+        "assign_draft_cache_locs_contiguous are known; --fact adds)",
+    )
+    parser.add_argument(
+        "--fact",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a caller's fact for --kernel-name: 'x = prefix_sum(lens)', "
+        "'numel(out) = programs * topk', 'end >= start', 'lens <= EXPR', "
+        "'n >= programs' (a lane count covering the batch), 'FLAG=False', "
+        "'ptr=None' or 'ptr=given'; repeatable",
+    )
+    parser.add_argument(
+        "--contract",
+        metavar="KEY",
+        help="with --kernel-name: judge the kernel as the writer of a sizing "
+        "contract (target-verify-kv-indices, or its code KVI009): each "
+        "program's lengths as a request writes them in --envelope, the buffer "
+        "at the contract's least size",
+    )
     kernels.add_argument(
         "--reference-kernel",
         action="store_true",

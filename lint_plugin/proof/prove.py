@@ -226,6 +226,13 @@ def run_prove(args: argparse.Namespace) -> int:
 
     if args.kernel and not Path(args.kernel).is_file():
         return _fail(f"{args.kernel}: no such file")
+    flat = getattr(args, "kernel_name", None) not in (None, KERNEL_NAME)
+    if (flat or args.fact or args.contract) and not (
+        args.kernel and args.base is None and not args.paths
+    ):
+        return _fail("--kernel-name, --fact and --contract need --kernel FILE alone")
+    if flat:
+        return _flat_kernel_only(Path(args.kernel), args)
     if args.kernel and args.base is None and not args.paths:
         return _kernel_only(Path(args.kernel), args.envelope)
     missing = [
@@ -393,21 +400,70 @@ def _extent_of(source: KernelSource, judged: str) -> tuple[Any, list[str]]:
     return fit, describe(fit)
 
 
-def _kernel_only(path: Path, judged: str, rewrite: bool = False) -> int:
-    """``prove --kernel FILE`` and no classes: the derived extent alone. With
-    ``rewrite`` (a change that touched no class), only a kernel refuted under its
-    own contract fails, as in a proof of classes: the wall is reported."""
+KERNEL_NAME = "generate_draft_decode_kv_indices"
+
+
+def _kernel_text(path: Path) -> str | int:
+    """The kernel file's text, or the exit status of why there is none (the
+    proof's extra missing, a file that cannot be read)."""
     import importlib.util
 
     if any(importlib.util.find_spec(m) is None for m in ("sympy", "numpy")):
         print(install_hint(), file=sys.stderr)
         return EXIT_USAGE
     try:
-        text = path.read_text("utf-8")
+        return path.read_text("utf-8")
     except OSError as exc:
         return _fail(f"{path}: {exc.strerror or exc}")
     except UnicodeDecodeError:
         return _fail(f"{path}: not UTF-8")
+
+
+def _flat_kernel_only(path: Path, args) -> int:
+    """``prove --kernel FILE --kernel-name NAME``: a flat writer's extent, each
+    store proven against its output's stated size or refuted (exit 0 every
+    store fits, 1 a counterexample, 3 a store not derived or not proven)."""
+    text = _kernel_text(path)
+    if isinstance(text, int):
+        return text
+    from lint_plugin.proof.fit import callers, flat, flat_fit
+
+    try:
+        contract = callers.contract_of(args.contract) if args.contract else None
+        stated = callers.facts_for(
+            args.kernel_name, tuple(args.fact), contract, args.envelope
+        )
+        facts = flat.parse_facts(stated)
+        derivation = flat.derive(text, args.kernel_name, facts, str(path))
+        claims = flat_fit.judge(derivation, facts)
+    except SyntaxError as exc:
+        return _fail(f"{path}: does not parse: {exc.msg}")
+    except flat.FlatError as exc:
+        return _fail(str(exc))
+    except KeyError as exc:
+        return _fail(exc.args[0])
+    if contract is not None:
+        print(
+            f"contract {contract.key} ({contract.code}): {contract.buffer}, "
+            f"judged at the {args.envelope}"
+        )
+    for line in flat_fit.describe(derivation, claims, facts):
+        print(line)
+    statuses = {c.status for c in claims}
+    if flat.REFUTED in statuses:
+        return EXIT_DIFFERS
+    if not claims or statuses != {flat.PROVEN}:
+        return EXIT_CANNOT_DRIVE
+    return EXIT_PROVEN
+
+
+def _kernel_only(path: Path, judged: str, rewrite: bool = False) -> int:
+    """``prove --kernel FILE`` and no classes: the derived extent alone. With
+    ``rewrite`` (a change that touched no class), only a kernel refuted under its
+    own contract fails, as in a proof of classes: the wall is reported."""
+    text = _kernel_text(path)
+    if isinstance(text, int):
+        return text
     from lint_plugin.proof.errors import HarnessError
     from lint_plugin.proof.fit.extent import DerivationError
     from lint_plugin.proof.fit.judge import describe, prove_kernel
@@ -419,7 +475,8 @@ def _kernel_only(path: Path, judged: str, rewrite: bool = False) -> int:
     except SyntaxError as exc:
         return _fail(f"{path}: does not parse: {exc.msg}")
     except (HarnessError, DerivationError) as exc:
-        return _fail(str(exc))
+        hint = " (another kernel of the file: --kernel-name NAME)"
+        return _fail(str(exc) + (hint if "no top-level def" in str(exc) else ""))
     for line in describe(fit):
         print(line)
     if rewrite:
