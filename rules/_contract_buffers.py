@@ -33,7 +33,10 @@ roles = lazy("lint_plugin.roles")
 # Methods that give the same storage another shape or a part of it.
 _SAME_STORAGE = frozenset(
     {"view", "reshape", "flatten", "narrow", "contiguous", "view_as", "as_strided"}
+    | {"detach", "squeeze", "unsqueeze", "ravel"}
 )
+# And those that copy it, element for element (what matters is the count).
+_SAME_SIZE = _SAME_STORAGE | {"to", "cuda", "cpu", "clone", "pin_memory", "type"}
 
 
 @record(eq=False)
@@ -47,16 +50,53 @@ class Write:
     function: FunctionFacts
     buffer: ast.expr
     sizes: dict
+    per_request: object = None  # an Expr: buffer_sizing.judge_buffer's
+
+
+@record(eq=False)
+class Method:
+    """A function of the class whose text names a writer's word: its facts,
+    its text and the tree row of the text's first line."""
+
+    function: FunctionFacts
+    text: str
+    first_row: int
+
+    def assigned_on(self, rows: set[int]) -> set[str]:
+        """Names a line of ``rows`` assigns (``mask = spec_info.custom_mask``,
+        ``a = b = ...``): read from the text, nothing parsed."""
+        import re
+
+        lines = self.text.split("\n")
+        assigns = re.compile(r"(?:^|[\s,(])(\w+)\s*(?::[^=]*)?=(?!=)")
+        found: set[str] = set()
+        for row in rows:
+            index = row - self.first_row
+            # A statement over several lines: its first line, a few above.
+            for back in range(index, max(index - 6, -1), -1):
+                if 0 <= back < len(lines) and "=" in lines[back]:
+                    found.update(assigns.findall(lines[back]))
+                    break
+        return found
+
+    def rows_of(self, word: str) -> set[int]:
+        """The tree rows on which ``word`` stands (as a word) in the text."""
+        import re
+
+        rows = set()
+        for match in re.finditer(rf"\b{re.escape(word)}\b", self.text):
+            rows.add(self.first_row + self.text.count("\n", 0, match.start()))
+        return rows
 
 
 def methods_naming(checker: Checker, cls: ClassFacts, word: str) -> list:
-    """``(method facts, rows)`` for the class's methods whose text holds
-    ``word``, with the rows (of the tree) it stands on: a method check left
-    unparsed is read as text first, and parsed only when it does."""
+    """``(method facts, rows)`` for the class's functions whose text holds
+    ``word``, with the rows (of the tree) it stands on (``Method`` too, for
+    more rows): a method check left unparsed is read as text first, and
+    parsed only when it does."""
     found = []
     for function in cls.functions:
-        if function.parent is not None:
-            continue  # walked with the method around it
+        # Nested functions too: own_nodes walks each function's own body.
         node = function.node
         if lazy_methods.is_pending(node):
             text = lazy_methods.pending_text(node)
@@ -70,12 +110,8 @@ def methods_naming(checker: Checker, cls: ClassFacts, word: str) -> list:
             text, first = checker.source.segment(node), 0
         if word not in text:
             continue
-        rows = set()
-        at = text.find(word)
-        while at >= 0:
-            rows.add(node.lineno + text.count("\n", 0, at) - first)
-            at = text.find(word, at + 1)
-        found.append((function, rows))
+        method = Method(function, text, node.lineno - first)
+        found.append((function, method.rows_of(word), method))
     return found
 
 
@@ -101,29 +137,124 @@ def own_nodes(function: FunctionFacts, rows: set[int] | None = None):
 def allocations_of(checker: Checker, cls: ClassFacts, write: Write) -> list:
     """The class's allocations the written buffer may be, by its values on
     every path at the write (every definition that reaches it, ``self.``
-    attributes through every assignment in the class): a tensor an
-    allocation call makes, or a view, slice or copy chained on one."""
+    attributes through every assignment of the class): a tensor an
+    allocation call makes, or a slice, a view or a copy of one (``.to(...)``,
+    ``.clone()``: the same number of elements)."""
+    # The class's own: check decides a class read whole on its own region, so
+    # an allocation in a base class is not followed (the whole walk agrees).
     calls = {id(a.call): a for a in cls.allocations}
-    node = write.buffer
-    while isinstance(node, ast.Subscript):
-        node = node.value  # a slice writes the same storage
     found: list = []
-    for alt in checker.values(node, write.function, at=write.node):
-        value = alt.value
-        if not (isinstance(value, alternatives.Ref) and value.kind == "tensor"):
-            continue
-        made = value.payload
-        while isinstance(made, ast.Call):
-            allocation = calls.get(id(made))
-            if allocation is not None:
-                if allocation not in found:
-                    found.append(allocation)
-                break
-            func = made.func
-            if not (isinstance(func, ast.Attribute) and func.attr in _SAME_STORAGE):
-                break
-            made = func.value
+
+    def made_by(made) -> None:
+        allocation = _allocation_under(made, calls)
+        if allocation is not None and allocation not in found:
+            found.append(allocation)
+
+    for node in _written(write.buffer, write.function):
+        for alt in checker.values(node, write.function, at=write.node):
+            value = alt.value
+            if isinstance(value, alternatives.Ref) and value.kind == "tensor":
+                made_by(value.payload)
+        # What the values analysis leaves opaque (a copy `.to(...)`, a slice
+        # `[:]` of the allocation): the assignments themselves, every one of
+        # the attribute in the file's classes, every one of the local here.
+        for value in _assigned(node, write.function, (cls,)):
+            made_by(value)
     return found
+
+
+def _allocation_under(made, calls: dict):
+    """The allocation ``made`` is, through slices, views and copies."""
+    while True:
+        made = _strip(made)
+        allocation = calls.get(id(made))
+        if allocation is not None:
+            return allocation
+        if not (
+            isinstance(made, ast.Call)
+            and isinstance(made.func, ast.Attribute)
+            and made.func.attr in _SAME_SIZE
+        ):
+            return None
+        made = made.func.value
+
+
+def _assigned(node, function: FunctionFacts, classes, depth: int = 0) -> list:
+    """The values assigned to ``self.<attr>`` (in ``classes``) or to
+    the local ``node`` names (in ``function``), through the names and
+    attributes those are assigned from."""
+    node = _strip(node)
+    if depth > 4:
+        return []
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    ):
+        bound = [
+            (b.value, f)
+            for cls in classes
+            for f in cls.functions
+            for b in f.attrs.all(node.attr)
+            if b.value is not None and b.op is None
+        ]
+    elif isinstance(node, ast.Name):
+        bindings = function.locals.all(node.id)
+        # Read without flow: only a local bound to one thing everywhere (which
+        # binding reaches the write is the values analysis's to say).
+        if len({ast.dump(b.value) if b.value else "" for b in bindings}) != 1:
+            return []
+        bound = [
+            (b.value, function)
+            for b in bindings[:1]
+            if b.value is not None and b.op is None
+        ]
+    else:
+        return []
+    found = []
+    for value, where in bound:
+        found.append(value)
+        if isinstance(_strip(value), (ast.Name, ast.Attribute)):
+            found += _assigned(value, where, classes, depth + 1)
+    return found
+
+
+def _strip(node):
+    """``node`` without the slices and same-storage views around it."""
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _SAME_STORAGE
+        ):
+            node = node.func.value
+        else:
+            return node
+
+
+def _written(node, function: FunctionFacts, depth: int = 0) -> list:
+    """The expressions whose values the written buffer is: ``node`` without
+    its slices and views (``buf.view(-1)[:n]`` writes ``buf``), and for a
+    local bound to a slice or a view of something (``dst = self.buf[:n]``,
+    whose value the analysis does not follow) what it is bound to."""
+    node = _strip(node)
+    if isinstance(node, ast.Name) and depth < 4:
+        bindings = function.locals.all(node.id)
+        if len({ast.dump(b.value) if b.value else "" for b in bindings}) != 1:
+            return [node]  # bound to several things: the values analysis's
+        views = [
+            b.value
+            for b in bindings[:1]
+            if b.value is not None and _strip(b.value) is not b.value
+        ]
+        if views:
+            found = [node]
+            for value in views:
+                found += _written(value, function, depth + 1)
+            return found
+    return [node]
 
 
 def class_size(cls: ClassFacts, checker: Checker, role: Role, default: str):
@@ -156,7 +287,7 @@ def judge(checker: Checker, contract: Contract, cls, write: Write) -> list:
     found = []
     for allocation in allocations_of(checker, cls, write):
         judgement = buffer_sizing.judge_buffer(
-            allocation, checker.analysis, contract, write.sizes
+            allocation, checker.analysis, contract, write.sizes, write.per_request
         )
         if judgement is not None and not _owner_sized(checker, contract, judgement):
             found.append((allocation, judgement))

@@ -81,7 +81,7 @@ _FIXED_ALLOCATION = """\
             tree_mask_numel(
                 TreeMaskMode.FULL_MASK,
                 max_bs,
-                self.num_draft_tokens,
+                self.num_draft_tokens or 1,
                 self.max_context_len,
             ),
             dtype=torch.uint8,
@@ -164,11 +164,14 @@ self.cuda_graph_custom_mask = torch.zeros(
 ## Fix safety
 Unsafe (only with `--unsafe-fixes`): the allocation grows. The size written in
 the allocation becomes the owner's call, with the method's sequence count (a
-token count is replaced by it), the class's draft-token count and the size's
-context; `tree_mask_numel` and `TreeMaskMode` are imported from the modules
-that define them in the checked tree (`verify_mask`, `eagle_utils`). No fix
-where the tree defines neither, where the size is made elsewhere than the
-allocation, or where no sequence count or draft-token count is in reach.
+token count is replaced by it), the class's draft-token count (`self.num_draft_tokens
+or 1`: SGLang's is None without speculation, where the mask is never copied into,
+and the allocation must still run) and the size's context; `tree_mask_numel` and
+`TreeMaskMode` are imported from the modules that define them in the checked tree
+(`verify_mask`, `eagle_utils`). No fix where the tree defines neither, where the
+size is made elsewhere than the allocation, where no sequence count or draft-token
+count is in reach, or where the class's `__init__` does not assign the draft-token
+count in its body (before the allocation, when that is in `__init__`).
 """,
     valid=(
         Example(
@@ -236,15 +239,12 @@ def decide(checker: Checker) -> None:
 
 def _writes(checker: Checker, cls):
     draft = None
-    for function, rows in shared.methods_naming(checker, cls, _MASK):
-        # The copy names the mask on its row, unless it copies a local bound
-        # to it (`mask = spec_info.custom_mask`): then the whole method is read.
-        aliased = any(
-            isinstance(b.value, ast.Attribute) and b.value.attr == _MASK
-            for name in function.locals.names()
-            for b in function.locals.all(name)
-        )
-        for node in shared.own_nodes(function, None if aliased else rows):
+    for function, rows, method in shared.methods_naming(checker, cls, _MASK):
+        # The copy names the mask on its row, or a local bound to it there
+        # (`mask = spec_info.custom_mask`): its rows are read too.
+        for name in method.assigned_on(rows):
+            rows = rows | method.rows_of(name)
+        for node in shared.own_nodes(function, rows):
             pair = _copy(node)
             if pair is None or not _spec_mask(pair[1], function):
                 continue
@@ -267,27 +267,56 @@ def _copy(node):
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "copy_"
-        and node.args
     ):
-        return node.func.value, node.args[0]
+        source = node.args[0] if node.args else None
+        for keyword in node.keywords:
+            if keyword.arg == "src":
+                source = keyword.value
+        return (node.func.value, source) if source is not None else None
     return None
+
+
+# What a mask may go through on its way to the copy: the same cells.
+_AS_IS = frozenset({"to", "view", "reshape", "flatten", "contiguous", "bool", "byte"})
 
 
 def _spec_mask(node, function, depth: int = 0) -> bool:
     """Is ``node`` the spec's tree mask: ``<spec>.custom_mask`` (not one of
-    the class's own), or a local bound only to such?"""
+    the class's own), as it is or converted (``.to(torch.uint8)``,
+    ``.view(-1)``), or a local bound to such (or to None on another path)?"""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _AS_IS
+    ):
+        node = node.func.value
     if isinstance(node, ast.Attribute):
         owner = node.value
         return node.attr == _MASK and not (
             isinstance(owner, ast.Name) and owner.id == "self"
         )
     if isinstance(node, ast.Name) and depth < 4:
-        bindings = function.locals.all(node.id)
-        return bool(bindings) and all(
-            b.value is not None and _spec_mask(b.value, function, depth + 1)
-            for b in bindings
+        values = [b.value for b in function.locals.all(node.id)]
+        masks = [
+            v
+            for v in values
+            if v is not None and not (isinstance(v, ast.Constant) and v.value is None)
+        ]
+        return any(_spec_mask(v, function, depth + 1) for v in masks) and all(
+            _spec_mask(v, function, depth + 1)
+            or (isinstance(v, ast.Call) and _names(v, node.id))
+            for v in masks
         )
     return False
+
+
+def _names(call, name: str) -> bool:
+    """``name.to(...)`` and the like: a conversion of the local itself."""
+    while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        if call.func.attr not in _AS_IS:
+            return False
+        call = call.func.value
+    return isinstance(call, ast.Name) and call.id == name
 
 
 def _report(checker: Checker):
@@ -341,15 +370,21 @@ def _fix(checker: Checker, allocation, judgement, path, cls, draft: str):
         count_text = shared.sequence_count(scope, allocation)
     else:
         return None
-    if count_text is None or not _importable(checker):
+    if (
+        count_text is None
+        or not _importable(checker)
+        or not _assigned_before(cls, draft[5:], allocation)
+    ):
         return None
     instance = scopes.instance_name(cls.node, scope)  # walks the method: last
     if instance is None:
         return None
     owner = CONTRACT.owner
+    # None without speculation (SGLang's speculative_num_draft_tokens), where
+    # the mask is never copied into: sized for one, the allocation still runs.
     content = owner.call.format(
         num_seqs=count_text,
-        num_draft_tokens=f"{instance}{draft[4:]}",
+        num_draft_tokens=f"{instance}{draft[4:]} or 1",
         context=checker.source.segment(context),
     )
     # Inside the call's own brackets, where a `(` can only be grouping.
@@ -361,6 +396,39 @@ def _fix(checker: Checker, allocation, judgement, path, cls, draft: str):
         note += f"; `{checker.source.segment(count)}` becomes {count_text}"
     message = f"Size the mask with `{content}` (changes the allocation: {note})"
     return Fix("unsafe", message, (checker.edit(span, content),))
+
+
+def _assigned_before(cls, attr: str, allocation) -> bool:
+    """Does the class's own ``__init__`` assign ``self.<attr>`` in a statement
+    of its body (on every path), before the allocation when the allocation is
+    in ``__init__`` itself? Else the draft count the fix reads may not be
+    there yet."""
+    init = next(
+        (f for f in cls.functions if f.node.name == "__init__" and f.parent is None),
+        None,
+    )
+    if init is None:
+        return False
+    at = allocation.call.lineno if allocation.function is init else None
+    for stmt in init.node.body:
+        if at is not None and stmt.lineno >= at:
+            return False
+        targets = (
+            stmt.targets
+            if isinstance(stmt, ast.Assign)
+            else [stmt.target]
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None
+            else []
+        )
+        for target in targets:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr == attr
+            ):
+                return True
+    return False
 
 
 def _importable(checker: Checker) -> bool:

@@ -22,6 +22,7 @@ shared = lazy("lint_plugin.rules._contract_buffers")
 row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
 symbolic = lazy("lint_plugin.algebra.symbolic")
 roles = lazy("lint_plugin.roles")
+buffer_sizing = lazy("lint_plugin.engine.flow.buffer_sizing")
 
 _KERNEL = CONTRACT.writer.name
 
@@ -60,10 +61,10 @@ RULE = Rule(
     code="KVI009",
     name="unsized-target-verify-kv-indices",
     message=(
-        "target-verify kv_indices size {text} can be less than "
-        "num_seqs * ({context} + {draft}) ({witness}), while "
-        "{kernel} writes each request's `{lengths}` entries (row {row}){tokens}: "
-        "reserve {draft} per request"
+        "target-verify kv_indices size {text} can be less than {need} "
+        "({witness}), what {kernel} writes with each request's `{lengths}` "
+        "entries (row {row}) at the context wall{tokens}: reserve {draft} per "
+        "request"
     ),
     fix_title=None,
     fix_safety=None,
@@ -174,7 +175,7 @@ def decide(checker: Checker) -> None:
 
 def _writes(checker: Checker, cls):
     writer = CONTRACT.writer
-    for function, rows in shared.methods_naming(checker, cls, _KERNEL):
+    for function, rows, _ in shared.methods_naming(checker, cls, _KERNEL):
         for node in shared.own_nodes(function, rows):
             if not (
                 isinstance(node, ast.Call)
@@ -186,12 +187,14 @@ def _writes(checker: Checker, cls):
             lengths = shared.argument(node, writer.lengths, writer.lengths_keyword)
             if buffer is None or lengths is None:
                 continue
-            draft = _draft_tokens(checker, lengths, function)
+            draft, per_request = _draft_tokens(checker, lengths, function)
             if draft is None:
                 continue
             # The role is the symbol; the class's spelling is what a message says.
             draft = shared.class_size(cls, checker, draft.role, draft.text)
-            yield shared.Write(node, function, buffer, {"num_draft_tokens": draft})
+            yield shared.Write(
+                node, function, buffer, {"num_draft_tokens": draft}, per_request
+            )
 
 
 def _name(node) -> str | None:
@@ -202,13 +205,72 @@ def _name(node) -> str | None:
     return None
 
 
+def cls_of(function):
+    return function.cls
+
+
+def _may_name_draft(node, function, cls, depth: int = 0) -> bool:
+    """Can the values of ``node`` hold a draft-token count? A quick test before
+    the values are computed (it may say maybe, never wrongly no): a name of
+    that role in it, in what its locals and ``self.`` attributes are assigned,
+    or a call (whose value is followed into the function)."""
+    if depth > 6:
+        return True
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Call, ast.Subscript, ast.Lambda)):
+            return True
+        name = sub.id if isinstance(sub, ast.Name) else getattr(sub, "attr", None)
+        if name is None:
+            continue
+        if roles.role_of_name(name) is roles.Role.NUM_DRAFT_TOKENS:
+            return True
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+            bound = function.locals.all(sub.id)
+            if not bound and sub.id not in function.params:
+                return True  # a module's name, or an enclosing function's
+            if any(b.value is None for b in bound):
+                return True
+            if any(_may_name_draft(b.value, function, cls, depth + 1) for b in bound):
+                return True
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "self"
+            and cls is not None
+        ):
+            for f in cls.functions:
+                for b in f.attrs.all(sub.attr):
+                    if b.value is None or _may_name_draft(b.value, f, cls, depth + 1):
+                        return True
+    return False
+
+
 def _draft_tokens(checker: Checker, lengths, function):
-    """The draft-token count the lengths add on some path, if any."""
+    """``(draft-token count, per request)``: the count the lengths add on
+    some path (None when none does), and what one request writes at the wall
+    when the lengths read exactly (a request's length plus draft tokens and
+    integers: the length is the context size there), else None (the
+    contract's own share, ``context + num_draft_tokens``)."""
+    draft, shares = None, []
+    if not _may_name_draft(lengths, function, cls_of(function)):
+        return None, None
     for alt in checker.values(lengths, function):
-        for sym in symbolic.symbols(alt.value):
-            if sym.role is roles.Role.NUM_DRAFT_TOKENS:
-                return sym
-    return None
+        syms = list(symbolic.symbols(alt.value))
+        drafts = [s for s in syms if s.role is roles.Role.NUM_DRAFT_TOKENS]
+        if not drafts:
+            continue
+        draft = draft or drafts[0]
+        lengths_ = {s for s in syms if s.role is None and not s.opaque}
+        if len(lengths_) == 1 and all(
+            s in lengths_ or s.role is roles.Role.NUM_DRAFT_TOKENS for s in syms
+        ):
+            share = symbolic.replace(alt.value, {lengths_.pop(): buffer_sizing.CONTEXT})
+            if share not in shares:
+                shares.append(share)
+        else:
+            shares.append(None)
+    per_request = shares[0] if len(shares) == 1 else None
+    return draft, per_request
 
 
 def _report(checker: Checker):
@@ -219,7 +281,7 @@ def _report(checker: Checker):
         )
         message = RULE.message.format(
             text=row_sizing.describe_path(path, checker.source),
-            context=shared.context_text(path),
+            need=symbolic.render(path.goal),
             draft=write.sizes["num_draft_tokens"].text,
             witness=row_sizing.describe_witness(path),
             kernel=_KERNEL,

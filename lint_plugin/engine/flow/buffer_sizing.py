@@ -23,6 +23,7 @@ from lint_plugin.engine.flow.alternatives import Ref
 from lint_plugin.engine.flow.per_step_rows import Row, reach_conditions, shapes
 from lint_plugin.engine.flow.row_sizing import (
     Judgement,
+    contexts_of,
     contract_goals,
     group_rows,
     judge_paths,
@@ -56,6 +57,8 @@ def numel_rows(analysis: Analysis, function, call) -> list[Row] | None:
                 # `zeros((max_bs * n), ...)`: the size is made in the call.
                 written, site = shape.shown, (shape.shown, frame.scope)
             width = symbolic.mul(*shape.dims)
+            # Several dimensions: the message shows the whole shape.
+            shown = shape.shown if one else _shape_argument(call)
             for conds in reach:
                 found.append(
                     Row(
@@ -63,12 +66,26 @@ def numel_rows(analysis: Analysis, function, call) -> list[Row] | None:
                         shape.conds | allocator.conds | conds,
                         shape.rows,
                         site,
-                        shape.shown,
+                        shown,
                         written,
                         "numel",
                     )
                 )
     return found or None
+
+
+def _shape_argument(call):
+    """The argument a call's shape is given by (``size=``, the first), or the
+    call where its dimensions are several arguments."""
+    for keyword in call.keywords:
+        if keyword.arg == "size":
+            return keyword.value
+    first = call.args[0] if call.args else None
+    if isinstance(first, (ast.Tuple, ast.List)) or (
+        len(call.args) == 1 and not isinstance(first, ast.Starred)
+    ):
+        return first
+    return call
 
 
 def _made_here(node, call) -> bool:
@@ -79,25 +96,51 @@ def _made_here(node, call) -> bool:
     )
 
 
+# Where a writer's per-request writes name the context size.
+CONTEXT = symbolic.free_symbol("<context>")
+
+
 def judge_buffer(
     allocation: Allocation,
     analysis: Analysis,
     contract: Contract,
     sizes: dict[str, Expr],
+    per_request: Expr | None = None,
 ) -> Judgement | None:
     """The allocation's size on each path against ``contract.least``; ``sizes``
     gives the formula's names the width may not hold (the draft-token count
-    the writer writes). None when the call allocates nothing."""
+    the writer writes); ``per_request``, what the writer writes for one
+    request at the wall (``CONTEXT`` standing for the context size), replaces
+    the contract's own per-request share where the writer says more exactly.
+    None when the call allocates nothing."""
     rows = numel_rows(analysis, allocation.function, allocation.call)
     if rows is None:
         return None
     rows = [_in_phase(row, contract, sizes) for row in rows]
-    return judge_paths(
-        allocation,
-        group_rows(rows),
-        analysis,
-        lambda width: contract_goals(contract, width, _sizes_of(width, sizes)),
-    )
+
+    def goals_of(width: Expr):
+        goals, goal, reason = contract_goals(contract, width, _sizes_of(width, sizes))
+        if per_request is None or goal is None or _exact(width):
+            return goals, goal, reason
+        count = next(
+            (s for s in symbolic.symbols(width) if s.role is Role.NUM_SEQS),
+            symbolic.role_symbol(Role.NUM_SEQS, "num_seqs"),
+        )
+        contexts = contexts_of(width) or [
+            symbolic.role_symbol(Role.MAX_CONTEXT_LEN, "max_context_len")
+        ]
+        own = [
+            symbolic.mul(count, symbolic.replace(per_request, {CONTEXT: c}))
+            for c in contexts
+        ]
+        return own, own[0], ""
+
+    return judge_paths(allocation, group_rows(rows), analysis, goals_of)
+
+
+def _exact(width: Expr) -> bool:
+    """Sized from the batch's lengths' sum: held to that batch's writes."""
+    return any(s.role is Role.SEQ_LENS_SUM for s in symbolic.symbols(width))
 
 
 def _sizes_of(width: Expr, sizes: dict[str, Expr]) -> dict[str, Expr]:

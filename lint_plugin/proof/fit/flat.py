@@ -47,13 +47,21 @@ import sympy as sp
 
 from ..triton_source import _triton_aliases
 from .extent import Num, Ptr
-from .positivity import symbol
+from .positivity import nonneg, symbol
 
 B, PROGRAMS = symbol("b"), symbol("programs")
 BLK, NUM_BLK = symbol("blk"), symbol("num_blk")
 # The programs after b: programs = b + 1 + REST_PROGRAMS.
 REST_PROGRAMS = symbol("programs_after_b")
 PROVEN, REFUTED, NOT_PROVEN = "proven", "refuted", "not proven"
+
+
+# Casts that keep every offset a kernel computes (the values are taken to fit
+# in 32 bits: an assumption every verdict prints).
+_WIDE_INTS = ("int32", "int64", "uint32", "uint64")
+# A condition on data, kept in a mask as a marker: it narrows the writes by an
+# amount not read (the extent is then an upper bound, never a refutation).
+_DATA = sp.Symbol("condition_on_data")
 
 
 class FlatError(Exception):
@@ -282,8 +290,16 @@ class _Kernel:
             for state in states:
                 if state.done:
                     nxt.append(state)
-                else:
+                    continue
+                try:
                     nxt += self._stmt(stmt, state)
+                except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                    # A form this reading does not know (keyword arguments,
+                    # booleans in arithmetic): named, and what it set unknown.
+                    self._note(stmt, "a statement not followed")
+                    for name in _bound_names(stmt):
+                        state.env = {**state.env, name: Unknown("not followed")}
+                    nxt.append(state)
             states = nxt
         return states
 
@@ -355,8 +371,11 @@ class _Kernel:
         if name == "static_range" or (
             name == "range" and all(e.is_Integer for e in exprs) and len(exprs) == 1
         ):
+            if not exprs or not all(e.is_Integer for e in exprs) or len(exprs) > 3:
+                self._note(stmt, "an unrolled range of something other than integers")
+                return [state]
             states = [state]
-            for k in range(int(exprs[0])):
+            for k in range(*(int(e) for e in exprs)):
                 for s in states:
                     s.env = {**s.env, stmt.target.id: Num(sp.Integer(k))}
                 states = self._block(stmt.body, states)
@@ -379,7 +398,13 @@ class _Kernel:
         index = symbol(f"{stmt.target.id}{next(self._fresh)}")
         entry = dict(state.env)
         body = State({**entry, stmt.target.id: Num(index)}, state.conds)
-        for target, increment in _advanced(stmt.body):
+        advanced = dict(_advanced(stmt.body))
+        for name in _carried(stmt.body, entry) - set(advanced):
+            # Set from its own last iteration's value: one symbolic run of the
+            # body does not see it.
+            self._note(stmt, f"`{name}` carried from one iteration to the next")
+            body.env[name] = Unknown("carried by the loop")
+        for target, increment in advanced.items():
             before = entry.get(target)
             inc = self._value(increment, State(entry))
             if isinstance(before, (Num, Ptr)) and isinstance(inc, Num):
@@ -393,7 +418,11 @@ class _Kernel:
                 self._note(stmt, f"`{target}` advanced by the loop cannot be followed")
         self.loops.append((index, start, stop))
         try:
-            outs = self._block([s for s in stmt.body if not _is_advance(s)], [body])
+            # The trailing advances are the model's (x0 + steps * c), not run.
+            kept = [
+                s for s in stmt.body if not (_is_advance(s) and s.target.id in advanced)
+            ]
+            outs = self._block(kept, [body])
         finally:
             self.loops.pop()
         # After the loop, what it changed holds no value this run follows.
@@ -471,6 +500,10 @@ class _Kernel:
             return left if isinstance(left, Unknown) else right
         if isinstance(left, NoneValue) or isinstance(right, NoneValue):
             return NoneValue()  # an absent pointer: its store never runs
+        if isinstance(op, ast.BitAnd) and {type(left), type(right)} == {Num, Data}:
+            # A write where both hold: the part on data only narrows it.
+            kept = left if isinstance(left, Num) else right
+            return Num(sp.And(kept.expr, _DATA))
         if isinstance(left, Data) or isinstance(right, Data):
             return Data()
         if (
@@ -500,9 +533,14 @@ class _Kernel:
                 return Num(a - b)
             if isinstance(op, ast.Mult):
                 return Num(a * b)
-            if isinstance(op, ast.FloorDiv):
-                return Num(sp.floor(a / b))
-            if isinstance(op, ast.Mod):
+            if isinstance(op, (ast.FloorDiv, ast.Mod)):
+                # Triton truncates toward zero, sympy floors: equal where the
+                # dividend is nonnegative (every size, the divisor too, is).
+                if not nonneg(a):
+                    self._note(node, "a division of what may be negative")
+                    return Unknown("a division")
+                if isinstance(op, ast.FloorDiv):
+                    return Num(sp.floor(a / b))
                 return Num(sp.Mod(a, b))
         if (
             isinstance(left, LaneVec)
@@ -525,7 +563,14 @@ class _Kernel:
     def _call(self, node: ast.Call, state: State):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "to":
-            return self._value(func.value, state)
+            value = self._value(func.value, state)
+            kind = ast.unparse(node.args[0]) if node.args else ""
+            if isinstance(value, Num) and not kind.endswith(_WIDE_INTS):
+                self._note(
+                    node, f"a cast to {kind or 'a type'} (may not keep the value)"
+                )
+                return Unknown("a narrowing cast")
+            return value
         name = self._tl_name(func)
         if name is None:
             self._note(node, f"a call of `{ast.unparse(func)}`")
@@ -698,14 +743,43 @@ def _compare(op, a, b):
 
 
 def _advanced(body) -> list[tuple[str, ast.expr]]:
-    """``x += c`` statements at the top of a loop's body."""
-    return [
-        (s.target.id, s.value)
-        for s in body
-        if isinstance(s, ast.AugAssign)
-        and isinstance(s.op, ast.Add)
-        and isinstance(s.target, ast.Name)
-    ]
+    """``x += c`` at the end of a loop's body (after every other statement),
+    each name once, ``c`` naming nothing the body assigns: ``x`` is then its
+    value at entry plus ``c`` per iteration before."""
+    tail = []
+    for stmt in reversed(body):
+        if not _is_advance(stmt):
+            break
+        tail.append(stmt)
+    assigned: set[str] = set()
+    for stmt in body:
+        assigned |= _bound_names(stmt)
+    names = [s.target.id for s in tail]
+    found = []
+    for stmt in reversed(tail):
+        name = stmt.target.id
+        free = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+        others = [s for s in body if s not in tail and name in _bound_names(s)]
+        if names.count(name) == 1 and not others and not free & assigned:
+            found.append((name, stmt.value))
+    return found
+
+
+def _carried(body, entry: dict) -> set[str]:
+    """Names bound before the loop that its body assigns again."""
+    assigned: set[str] = set()
+    for stmt in body:
+        assigned |= _bound_names(stmt)
+    return {name for name in assigned if name in entry}
+
+
+def _bound_names(stmt) -> set[str]:
+    """Every name a statement (and the statements inside it) binds."""
+    found: set[str] = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+    return found
 
 
 def _is_advance(stmt) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .flat import (
+    _DATA,
     BLK,
     NOT_PROVEN,
     NUM_BLK,
@@ -43,6 +44,9 @@ class Extent:
     hi: sp.Expr | None  # exclusive
     conds: tuple  # sympy conditions the store runs under
     why: str = ""
+    # A mask part was not read (on data, or no bound on the position): the
+    # extent is an upper bound, which proves a fit but refutes nothing.
+    widened: bool = False
 
 
 def extent(store: Store) -> Extent:
@@ -73,27 +77,34 @@ def extent(store: Store) -> Extent:
         span_lo, span_hi = count * lo, count * hi
     if any(s in lanes or s == index for s in base.free_symbols):
         return Extent(store, None, None, tuple(conds), "an address not lane plus base")
-    bounds = [span_hi]
+    bounds, lowers, widened = [span_hi], [span_lo], False
     if store.mask is not None:
         if not isinstance(store.mask, sp.Basic):
-            pass  # a mask on data: the lanes bound the extent
+            widened = True  # a mask on data: the lanes bound the extent
         else:
             for part in sp.And.make_args(store.mask):
                 names = part.free_symbols
-                if lane in names or (index is not None and index in names):
+                if _DATA in names:
+                    widened = True  # narrows by what memory holds
+                elif lane in names or (index is not None and index in names):
                     inner = part
                     if lane is not None:
                         inner = inner.subs(
                             lane, t - (count * index if index is not None else 0)
                         )
-                    if index is not None and index in inner.free_symbols:
-                        continue
-                    bound = _upper(inner, t)
-                    if bound is not None:
-                        bounds.append(bound)
+                    upper = lower = None
+                    if index is None or index not in inner.free_symbols:
+                        upper, lower = _upper(inner, t), _lower(inner, t)
+                    if upper is not None:
+                        bounds.append(upper)
+                    elif lower is not None:
+                        lowers.append(lower)
+                    else:
+                        widened = True
                 elif part not in (sp.true,):
                     conds.append(part)
     hi = bounds[0] if len(bounds) == 1 else sp.Min(*bounds)
+    lo_t = lowers[0] if len(lowers) == 1 else sp.Max(*lowers)
     if index is not None:
         # range(cdiv(X, N)) covers [0, N*cdiv(X, N)), at least [0, X): a mask
         # bound U <= X ends the writes first (the loop's last block ends at X).
@@ -102,7 +113,9 @@ def extent(store: Store) -> Extent:
         inner = [u for u in bounds[1:] if target is not None and nonneg(target - u)]
         if inner:
             hi = inner[0] if len(inner) == 1 else sp.Min(*inner)
-    return Extent(store, sp.expand(base + span_lo), sp.expand(base) + hi, tuple(conds))
+    return Extent(
+        store, sp.expand(base) + lo_t, sp.expand(base) + hi, tuple(conds), "", widened
+    )
 
 
 def _cdiv_argument(stop: sp.Expr, count: sp.Expr) -> sp.Expr | None:
@@ -114,9 +127,30 @@ def _cdiv_argument(stop: sp.Expr, count: sp.Expr) -> sp.Expr | None:
     return None
 
 
+_ORDERS = (sp.StrictLessThan, sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan)
+
+
+def _lower(cond, t) -> sp.Expr | None:
+    """The inclusive bound ``cond`` puts below ``t`` (``t >= L``: L), or None."""
+    if not isinstance(cond, _ORDERS):
+        return None
+    diff = sp.expand(cond.lhs - cond.rhs)
+    coeff = diff.coeff(t)
+    rest = sp.expand(diff - coeff * t)
+    if t in rest.free_symbols or coeff not in (1, -1):
+        return None
+    strict = isinstance(cond, (sp.StrictLessThan, sp.StrictGreaterThan))
+    lower = isinstance(cond, (sp.StrictGreaterThan, sp.GreaterThan)) == (coeff == 1)
+    if not lower:
+        return None
+    bound = -rest if coeff == 1 else rest  # t > bound (or >=)
+    return bound + 1 if strict else bound
+
+
 def _upper(cond, t) -> sp.Expr | None:
-    """The exclusive bound ``cond`` puts on ``t`` (``t < U``: U), or None."""
-    if not cond.is_Relational:
+    """The exclusive bound ``cond`` puts on ``t`` (``t < U``: U), or None: a
+    test of (in)equality bounds nothing."""
+    if not isinstance(cond, _ORDERS):
         return None
     diff = sp.expand(cond.lhs - cond.rhs)
     coeff = diff.coeff(t)
@@ -154,6 +188,28 @@ def judge(derivation: Derivation, facts: Facts) -> list[Claim]:
             continue
         size = _size(size_text, derivation, facts)
         claims.append(_claim(store.base, ext, size, size_text, derivation, facts))
+    for output, size_text in facts.numel.items():
+        if output not in derivation.outputs:
+            # A size stated for an output no store was followed into: whatever
+            # writes it was not read, so nothing about it is claimed.
+            missing = Extent(
+                Store(0, output, sp.Integer(0), None, (), (), ()),
+                None,
+                None,
+                (),
+                "no store of it followed",
+            )
+            claims.append(Claim(output, missing, NOT_PROVEN, size_text, missing.why))
+    if derivation.notes:
+        # A construct not followed may change any value or write: no verdict
+        # stands on the rest alone.
+        why = f"not followed: {derivation.notes[0]}"
+        claims = [
+            c
+            if c.status == NOT_PROVEN
+            else Claim(c.output, c.extent, NOT_PROVEN, c.size, why)
+            for c in claims
+        ]
     return claims
 
 
@@ -236,9 +292,14 @@ def _claim(output, ext: Extent, size, size_text, derivation, facts) -> Claim:
         cond = cond.subs(substitutions, simultaneous=True)
         cond_facts += fact_of(cond)
     writes = hi - lo - 1  # the store writes something
-    fits = nonneg(size - hi, [*cond_facts, writes]) and nonneg(lo, cond_facts)
+    fits = nonneg(size - hi, [*cond_facts, writes]) and nonneg(
+        lo, [*cond_facts, writes]
+    )
     if fits:
         return Claim(output, ext, PROVEN, size_text)
+    if ext.widened:
+        why = "a mask part not read widens the extent: neither a proof nor a case"
+        return Claim(output, ext, NOT_PROVEN, size_text, why)
     found = _counterexample(size - hi, lo, [*cond_facts, writes])
     if found is not None:
         return Claim(output, ext, REFUTED, size_text, found)
@@ -266,8 +327,17 @@ def _counterexample(gap: sp.Expr, lo: sp.Expr, facts: list) -> str | None:
         ]
     except (TypeError, NameError, SyntaxError):
         return None
+    # A prefix sum over no program is 0: at b = 0, and after the last one.
+    before = [i for i, n in enumerate(names) if n.name.endswith("_before_b")]
+    after = [i for i, n in enumerate(names) if n.name.endswith("_after_b")]
+    first = [i for i, n in enumerate(names) if n == B]
+    last = [i for i, n in enumerate(names) if n == REST_PROGRAMS]
     points = sorted(itertools.product(range(4), repeat=len(names)), key=sum)
     for combo in points:
+        if any(combo[i] == 0 for i in first) and any(combo[i] for i in before):
+            continue
+        if any(combo[i] == 0 for i in last) and any(combo[i] for i in after):
+            continue
         try:
             gap_at, lo_at, *held = (float(f(*combo)) for f in compiled)
         except (TypeError, ValueError, ZeroDivisionError, OverflowError):
