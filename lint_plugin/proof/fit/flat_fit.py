@@ -130,8 +130,10 @@ def _cdiv_argument(stop: sp.Expr, count: sp.Expr) -> sp.Expr | None:
 _ORDERS = (sp.StrictLessThan, sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan)
 
 
-def _lower(cond, t) -> sp.Expr | None:
-    """The inclusive bound ``cond`` puts below ``t`` (``t >= L``: L), or None."""
+def _side(cond, t) -> tuple[str, sp.Expr, bool] | None:
+    """``cond`` as a bound on ``t``: ``("upper" or "lower", bound, strict)``
+    (``t < bound``, ``t >= bound``...), or None: a test of (in)equality, or
+    one ``t`` does not stand alone in, bounds nothing."""
     if not isinstance(cond, _ORDERS):
         return None
     diff = sp.expand(cond.lhs - cond.rhs)
@@ -140,29 +142,24 @@ def _lower(cond, t) -> sp.Expr | None:
     if t in rest.free_symbols or coeff not in (1, -1):
         return None
     strict = isinstance(cond, (sp.StrictLessThan, sp.StrictGreaterThan))
-    lower = isinstance(cond, (sp.StrictGreaterThan, sp.GreaterThan)) == (coeff == 1)
-    if not lower:
+    below = isinstance(cond, (sp.StrictLessThan, sp.LessThan)) == (coeff == 1)
+    return ("upper" if below else "lower"), (-rest if coeff == 1 else rest), strict
+
+
+def _lower(cond, t) -> sp.Expr | None:
+    """The inclusive bound ``cond`` puts below ``t`` (``t >= L``: L), or None."""
+    side = _side(cond, t)
+    if side is None or side[0] != "lower":
         return None
-    bound = -rest if coeff == 1 else rest  # t > bound (or >=)
-    return bound + 1 if strict else bound
+    return side[1] + 1 if side[2] else side[1]
 
 
 def _upper(cond, t) -> sp.Expr | None:
-    """The exclusive bound ``cond`` puts on ``t`` (``t < U``: U), or None: a
-    test of (in)equality bounds nothing."""
-    if not isinstance(cond, _ORDERS):
+    """The exclusive bound ``cond`` puts on ``t`` (``t < U``: U), or None."""
+    side = _side(cond, t)
+    if side is None or side[0] != "upper":
         return None
-    diff = sp.expand(cond.lhs - cond.rhs)
-    coeff = diff.coeff(t)
-    rest = sp.expand(diff - coeff * t)
-    if t in rest.free_symbols or coeff not in (1, -1):
-        return None
-    strict = isinstance(cond, (sp.StrictLessThan, sp.StrictGreaterThan))
-    upper = isinstance(cond, (sp.StrictLessThan, sp.LessThan)) == (coeff == 1)
-    if not upper:
-        return None
-    bound = -rest if coeff == 1 else rest  # t < bound (or <=)
-    return bound if strict else bound + 1
+    return side[1] if side[2] else side[1] + 1
 
 
 @dataclass(frozen=True)
