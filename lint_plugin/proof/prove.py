@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 # Only argparse-level imports up front: the proof's own modules, torch and triton
 # are imported once arguments are read (the parser is ``lint_plugin.cli.prove``).
 
-DRAFT_SUFFIX = "MultiStepDraftBackend"
 EXIT_PROVEN, EXIT_DIFFERS, EXIT_USAGE, EXIT_CANNOT_DRIVE = 0, 1, 2, 3
 NEEDS = "draft-kv-lint prove needs torch, triton and numpy (the [proof] extra)"
 
@@ -119,33 +118,28 @@ def _pairs(args: argparse.Namespace) -> list[Pair] | str:
     pairs = []
     for name in listed.stdout.split():
         path = root / name
-        if not name.endswith(".py") or not path.is_file():
+        if not name.endswith(".py"):
             continue
         shown = _git(["show", f"{args.base}:{name}"], root)
-        if shown.returncode:  # a new file: nothing to compare with
-            continue
-        text = path.read_text("utf-8")
-        pairs.append(Pair(name, shown.stdout, text, f"{args.base}:{name}", path, path))
+        # A file new since REV, or deleted: its classes are on one side only.
+        before = shown.stdout if not shown.returncode else ""
+        text = path.read_text("utf-8") if path.is_file() else ""
+        pairs.append(Pair(name, before, text, f"{args.base}:{name}", path, path))
     return pairs
 
 
-def _classes(text: str) -> dict[str, str]:
-    import ast
-
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return {}
-    return {
-        node.name: ast.dump(node)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and node.name.endswith(DRAFT_SUFFIX)
-    }
-
-
 def changed_classes(pair: Pair) -> list[str]:
-    before, after = _classes(pair.before), _classes(pair.after)
-    return sorted(n for n in before.keys() & after.keys() if before[n] != after[n])
+    """The classes driven on both sides (:func:`.pairing.compared`)."""
+    from lint_plugin.proof.pairing import compared
+
+    return [name for name, _ in compared(pair.before, pair.after)[0]]
+
+
+def one_sided(pair: Pair) -> list[tuple[str, str]]:
+    """The classes on one side only, each with why it is not compared."""
+    from lint_plugin.proof.pairing import compared
+
+    return compared(pair.before, pair.after)[1]
 
 
 @record
@@ -245,6 +239,11 @@ def run_prove(args: argparse.Namespace) -> int:
     if isinstance(pairs, str):
         return _fail(pairs)
     work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
+    unpaired = [(pair, name, why) for pair in pairs for name, why in one_sided(pair)]
+    if not work and unpaired:
+        for pair, name, why in unpaired:
+            print(f"{pair.label}::{name}: {why}")
+        return EXIT_CANNOT_DRIVE
     if not work:
         print("no multi-step draft backend class differs: nothing to prove")
         if args.kernel:  # the status stays about the rewrite, as with classes
@@ -308,6 +307,8 @@ def run_prove(args: argparse.Namespace) -> int:
                 names=(pair.before_name, str(pair.after_path)),
             )
         rows.append((f"{pair.label}::{name}", proof))
+    for pair, name, why in unpaired:
+        rows.append((f"{pair.label}::{name}", ClassProof(name, cannot_drive=why)))
     _print_table(rows)
     for label, proof in rows:
         _print_details(label, proof)

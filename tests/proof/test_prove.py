@@ -238,3 +238,41 @@ def test_a_kernel_the_helpers_do_not_hold_is_not_proven(repo, capsys):
     assert extent.startswith("  kernel extent: ") and "DOES NOT FIT" in extent
     assert "> draft_kv_indices_buffer_width(num_seqs, topk, max_context_len) =" in out
     assert f"NOT PROVEN {kernel}: the helpers do not hold its writes" in lines
+
+
+def test_a_renamed_class_is_not_nothing_to_prove(repo, capsys):
+    """A class renamed (or deleted) since the base is on one side only: not
+    compared, said so, exit 3 (cannot drive), never "nothing to prove"."""
+    target = repo / BACKEND
+    target.write_text(
+        target.read_text().replace(
+            "class FlashInferMultiStepDraftBackend",
+            "class RenamedMultiStepDraftBackend",
+        )
+    )
+    status = main(["prove", "--base", "HEAD", BACKEND])
+    out = capsys.readouterr().out
+    assert status == 3, out
+    assert "nothing to prove" not in out
+    assert (
+        f"{BACKEND}::FlashInferMultiStepDraftBackend: only in the original "
+        "(removed or renamed): not compared"
+    ) in out
+    assert f"{BACKEND}::RenamedMultiStepDraftBackend: only in the rewrite" in out
+
+
+def test_a_deleted_file_is_not_nothing_to_prove(repo, capsys):
+    (repo / BACKEND).unlink()
+    status = main(["prove", "--base", "HEAD"])
+    out = capsys.readouterr().out
+    assert status == 3, out
+    assert "FlashInferMultiStepDraftBackend: only in the original" in out
+
+
+def test_two_unrelated_files_are_not_nothing_to_prove(repo, tmp_path, capsys):
+    other = tmp_path / "other.py"
+    other.write_text("x = 1\n")
+    status = main(["prove", str(other), BACKEND])
+    out = capsys.readouterr().out
+    assert status == 3, out
+    assert "FlashInferMultiStepDraftBackend: only in the rewrite" in out
