@@ -110,6 +110,12 @@ class ClassProof:
             wall.append(f"{self.wall_overran} overran alike at the context wall")
         if self.guarded:
             wall.append(f"{self.guarded} stopped by its guard at the context wall")
+        if self.refused:
+            # Few cases past __init__ (FlashInfer MLA refuses topk > 1): say how few.
+            wall.append(
+                f"driven past __init__ in {self.cases - self.refused} of "
+                f"{self.cases} cases"
+            )
         at_wall = f"; {', '.join(wall)}" if wall else ""
         if self.widened or self.widened_lines:  # a guarded case may be widened too
             where = ", ".join(str(n) for n in self.widened_lines)

@@ -236,6 +236,11 @@ def test_upstream_refactor_is_proven(filename):
         assert set(proof.kinds) == {IDENTICAL}, proof.verdict
     if filename == "flashinfer_mla_backend.py":
         assert proof.refused == sum(p.topk > 1 for p in proof_grid())
+        # How few cases got past __init__ is in the verdict, not only a count.
+        driven = proof.cases - proof.refused
+        assert f"driven past __init__ in {driven} of {proof.cases} cases" in (
+            proof.verdict
+        )
 
 
 @PROVE_GRID
