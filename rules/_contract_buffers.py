@@ -174,11 +174,6 @@ def allocations_of(checker: Checker, cls: ClassFacts, write: Write) -> list:
             value = alt.value
             if isinstance(value, alternatives.Ref) and value.kind == "tensor":
                 made_by(value.payload)
-        # What the values analysis leaves opaque (a copy `.to(...)`, a slice
-        # `[:]` of the allocation): the assignments themselves, every one of
-        # the attribute in the file's classes, every one of the local here.
-        for value in _assigned(node, write.function, (cls,)):
-            made_by(value)
     return found
 
 
@@ -196,46 +191,6 @@ def _allocation_under(made, calls: dict):
         ):
             return None
         made = made.func.value
-
-
-def _assigned(node, function: FunctionFacts, classes, depth: int = 0) -> list:
-    """The values assigned to ``self.<attr>`` (in ``classes``) or to
-    the local ``node`` names (in ``function``), through the names and
-    attributes those are assigned from."""
-    node = _strip(node)
-    if depth > 4:
-        return []
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        bound = [
-            (b.value, f)
-            for cls in classes
-            for f in cls.functions
-            for b in f.attrs.all(node.attr)
-            if b.value is not None and b.op is None
-        ]
-    elif isinstance(node, ast.Name):
-        bindings = function.locals.all(node.id)
-        # Read without flow: only a local bound to one thing everywhere (which
-        # binding reaches the write is the values analysis's to say).
-        if len({ast.dump(b.value) if b.value else "" for b in bindings}) != 1:
-            return []
-        bound = [
-            (b.value, function)
-            for b in bindings[:1]
-            if b.value is not None and b.op is None
-        ]
-    else:
-        return []
-    found = []
-    for value, where in bound:
-        found.append(value)
-        if isinstance(_strip(value), (ast.Name, ast.Attribute)):
-            found += _assigned(value, where, classes, depth + 1)
-    return found
 
 
 def _strip(node):

@@ -41,6 +41,14 @@ SHAPE_FIRST = frozenset({"full", "empty_strided", "new_full"})
 RESHAPES = frozenset({"view", "reshape"})
 
 
+# Tensor methods whose result holds the same elements (a view of the storage,
+# or a copy of it, element for element): the value is that tensor still.
+SAME_ELEMENTS = frozenset(
+    {"flatten", "contiguous", "detach", "to", "cuda", "cpu", "clone", "narrow"}
+    | {"view_as", "as_strided", "squeeze", "unsqueeze", "ravel", "pin_memory"}
+)
+
+
 # A tensor made per step from one row: `row.repeat(steps, 1)`,
 # `row.expand(steps, -1)` (read where they make a buffer, not as values).
 REPEATS = frozenset({"repeat", "expand"})
@@ -76,6 +84,7 @@ BUILTIN_NAMES = frozenset({"max", "min", "int", "abs", "sum", "tuple", "list"})
 MEMBERS = (
     ALLOCATORS
     | RESHAPES
+    | SAME_ELEMENTS
     | frozenset(KNOWN_FUNCTIONS)
     | frozenset({"int32", "int64", "cuda", "language"})
 )
@@ -195,7 +204,7 @@ def member(ref: Ref, attr: str, base: Alt, opaque: Callable[[], Expr]) -> Alt:
     if ref.kind == "tensor":
         if attr in TENSOR_ALLOCATORS:
             return Alt(Ref("alloc", attr), conds)
-        if attr in RESHAPES:
+        if attr in RESHAPES or attr in SAME_ELEMENTS:
             return Alt(Ref("tensor_method", attr, ref.payload), conds)
         return Alt(opaque(), conds)
     if ref.kind == "class":

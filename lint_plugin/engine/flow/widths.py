@@ -626,6 +626,10 @@ class Analysis(CallValues):
 
         found = []
         for alt in container:
+            if isinstance(alt.value, Ref) and alt.value.kind == "tensor":
+                # A slice of a tensor is a tensor (of the same storage).
+                found.append(Alt(Ref("tensor", "slice", node), alt.conds, alt.rows))
+                continue
             picked = pick([alt.value])
             if picked is None:
                 found.append(Alt(self._opaque(node, frame), alt.conds, alt.rows))
