@@ -315,6 +315,10 @@ def test_what_the_derivation_learned_from_the_source() -> None:
     assert "needs numel(kv_indices_ptr) >= sum(page_kernel_lens_ptr)" in "\n".join(
         lines
     )
+    # What "proven" is measured against is printed with it.
+    assert any(
+        line.startswith("  assumes: every value a program loads") for line in lines
+    )
 
 
 @pytest.mark.parametrize(

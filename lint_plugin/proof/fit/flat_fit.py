@@ -388,6 +388,11 @@ def describe(derivation: Derivation, claims: list[Claim], facts: Facts) -> list[
         lines.append(f"  read: {_shown(what)}")
     for fact in facts.texts:
         lines.append(f"  fact: {fact}")
+    lines.append(
+        "  assumes: every value a program loads at its own index, and every "
+        "sum of them, is a nonnegative integer; 32- and 64-bit casts keep "
+        "offsets; proven = for all values, with b <= programs - 1"
+    )
     groups: dict = {}
     for claim in claims:
         ext = claim.extent
