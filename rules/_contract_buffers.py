@@ -108,10 +108,9 @@ class Method:
         return rows
 
 
-def methods_naming(checker: Checker, cls: ClassFacts, word: str) -> list:
-    """``(method facts, rows)`` for the class's functions whose text holds
-    ``word``, with the rows (of the tree) it stands on (``Method`` too, for
-    more rows): a method check left unparsed is read as text first, and
+def methods_naming(checker: Checker, cls: ClassFacts, word: str) -> list[Method]:
+    """The class's functions whose text holds ``word`` (``Method.rows_of``
+    says where): a method check left unparsed is read as text first, and
     parsed only when it does."""
     found = []
     for function in cls.functions:
@@ -129,8 +128,7 @@ def methods_naming(checker: Checker, cls: ClassFacts, word: str) -> list:
             text, first = checker.source.segment(node), 0
         if word not in text:
             continue
-        method = Method(function, text, node.lineno - first)
-        found.append((function, method.rows_of(word), method))
+        found.append(Method(function, text, node.lineno - first))
     return found
 
 
@@ -336,9 +334,9 @@ def context_text(path: PathVerdict) -> str:
     )
 
 
-def tokens_note(checker: Checker, allocation: Allocation, contract: Contract) -> str:
+def tokens_note(judgement, contract: Contract) -> str:
     """What the contract took a token count in the size to be, when it holds one."""
-    tokens = buffer_sizing.token_counts(checker.analysis, allocation)
+    tokens = judgement.tokens
     if not tokens:
         return ""
     return (

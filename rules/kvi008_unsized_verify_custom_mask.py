@@ -239,7 +239,8 @@ def decide(checker: Checker) -> None:
 
 def _writes(checker: Checker, cls):
     draft = None
-    for function, rows, method in shared.methods_naming(checker, cls, _MASK):
+    for method in shared.methods_naming(checker, cls, _MASK):
+        function, rows = method.function, method.rows_of(_MASK)
         # The copy names the mask on its row, or a local bound to it there
         # (`mask = spec_info.custom_mask`): its rows are read too.
         for name in method.assigned_on(rows):
@@ -330,7 +331,7 @@ def _report(checker: Checker):
             context=context,
             witness=row_sizing.describe_witness(path),
             row=checker.source.position(checker.span(write.node)[0])[0],
-            tokens=shared.tokens_note(checker, allocation, CONTRACT),
+            tokens=shared.tokens_note(judgement, CONTRACT),
         )
         fix = _fix(checker, allocation, judgement, path, cls, draft)
         checker.add(RULE.code, checker.span(path.row.shown), message, fix)

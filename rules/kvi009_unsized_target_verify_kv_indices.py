@@ -175,8 +175,9 @@ def decide(checker: Checker) -> None:
 
 def _writes(checker: Checker, cls):
     writer = CONTRACT.writer
-    for function, rows, _ in shared.methods_naming(checker, cls, _KERNEL):
-        for node in shared.own_nodes(function, rows):
+    for method in shared.methods_naming(checker, cls, _KERNEL):
+        function = method.function
+        for node in shared.own_nodes(function, method.rows_of(_KERNEL)):
             if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Subscript)
@@ -203,10 +204,6 @@ def _name(node) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
-
-
-def cls_of(function):
-    return function.cls
 
 
 def _may_name_draft(node, function, cls, depth: int = 0) -> bool:
@@ -252,7 +249,7 @@ def _draft_tokens(checker: Checker, lengths, function):
     integers: the length is the context size there), else None (the
     contract's own share, ``context + num_draft_tokens``)."""
     draft, shares = None, []
-    if not _may_name_draft(lengths, function, cls_of(function)):
+    if not _may_name_draft(lengths, function, function.cls):
         return None, None
     for alt in checker.values(lengths, function):
         syms = list(symbolic.symbols(alt.value))
@@ -287,7 +284,7 @@ def _report(checker: Checker):
             kernel=_KERNEL,
             lengths=checker.source.segment(lengths),
             row=checker.source.position(checker.span(write.node)[0])[0],
-            tokens=shared.tokens_note(checker, allocation, CONTRACT),
+            tokens=shared.tokens_note(judgement, CONTRACT),
         )
         checker.add(RULE.code, checker.span(path.row.shown), message)
 

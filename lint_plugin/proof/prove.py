@@ -128,18 +128,18 @@ def _pairs(args: argparse.Namespace) -> list[Pair] | str:
     return pairs
 
 
-def changed_classes(pair: Pair) -> list[str]:
-    """The classes driven on both sides (:func:`.pairing.compared`)."""
+def classes_of(pairs: list[Pair]) -> tuple[list, list]:
+    """``(work, unpaired)``: ``(pair, class)`` driven on both sides, and
+    ``(pair, class, why)`` on one side only (:func:`.pairing.compared`, each
+    pair's texts read once)."""
     from lint_plugin.proof.pairing import compared
 
-    return [name for name, _ in compared(pair.before, pair.after)[0]]
-
-
-def one_sided(pair: Pair) -> list[tuple[str, str]]:
-    """The classes on one side only, each with why it is not compared."""
-    from lint_plugin.proof.pairing import compared
-
-    return compared(pair.before, pair.after)[1]
+    work, unpaired = [], []
+    for pair in pairs:
+        changed, one_sided = compared(pair.before, pair.after)
+        work += [(pair, name) for name, _ in changed]
+        unpaired += [(pair, name, why) for name, why in one_sided]
+    return work, unpaired
 
 
 @record
@@ -238,8 +238,7 @@ def run_prove(args: argparse.Namespace) -> int:
     pairs = _pairs(args)
     if isinstance(pairs, str):
         return _fail(pairs)
-    work = [(pair, name) for pair in pairs for name in changed_classes(pair)]
-    unpaired = [(pair, name, why) for pair in pairs for name, why in one_sided(pair)]
+    work, unpaired = classes_of(pairs)
     if not work and unpaired:
         for pair, name, why in unpaired:
             print(f"{pair.label}::{name}: {why}")

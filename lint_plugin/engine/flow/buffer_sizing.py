@@ -116,6 +116,16 @@ def judge_buffer(
     rows = numel_rows(analysis, allocation.function, allocation.call)
     if rows is None:
         return None
+    tokens = tuple(
+        sorted(
+            {
+                s.text
+                for r in rows
+                for s in symbolic.symbols(r.width)
+                if s.role is Role.TOKENS
+            }
+        )
+    )
     rows = [_in_phase(row, contract, sizes) for row in rows]
 
     def goals_of(width: Expr):
@@ -135,7 +145,10 @@ def judge_buffer(
         ]
         return own, own[0], ""
 
-    return judge_paths(allocation, group_rows(rows), analysis, goals_of)
+    judgement = judge_paths(allocation, group_rows(rows), analysis, goals_of)
+    if judgement is not None:
+        judgement.tokens = tokens
+    return judgement
 
 
 def _exact(width: Expr) -> bool:
@@ -165,17 +178,3 @@ def _in_phase(row: Row, contract: Contract, sizes: dict[str, Expr]) -> Row:
     )
     width = symbolic.replace(row.width, dict.fromkeys(tokens, value))
     return Row(width, row.conds, row.rows, row.site, row.shown, row.written, row.how)
-
-
-def token_counts(analysis: Analysis, allocation: Allocation) -> list[str]:
-    """The token counts the allocation's size names on some path, as spelt (a
-    message says what the contract's phase took them to be)."""
-    rows = numel_rows(analysis, allocation.function, allocation.call) or []
-    return sorted(
-        {
-            s.text
-            for r in rows
-            for s in symbolic.symbols(r.width)
-            if s.role is Role.TOKENS
-        }
-    )

@@ -49,6 +49,9 @@ class PathVerdict:
 class Judgement:
     allocation: Allocation
     paths: list
+    # The token counts the size names, as spelt, where a contract's phase
+    # took them to be something (buffer_sizing): what a message says.
+    tokens: tuple = ()
 
     @property
     def unsized(self) -> list[PathVerdict]:

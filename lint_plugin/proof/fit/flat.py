@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..triton_source import _triton_aliases
-from .extent import Num, Ptr
+from .extent import Data, NoneValue, Num, Ptr
 from .positivity import nonneg, symbol
 
 B, PROGRAMS = symbol("b"), symbol("programs")
@@ -161,16 +161,6 @@ def _check_size(text: str) -> None:
 
 # -- values: an integer (``Num``) and a pointer (``Ptr``) as :mod:`.extent` has
 # them, and what a flat writer adds ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Data:
-    """What memory holds (a token id): may be stored, never an address."""
-
-
-@dataclass(frozen=True)
-class NoneValue:
-    pass
 
 
 @dataclass(frozen=True)
