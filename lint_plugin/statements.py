@@ -45,3 +45,13 @@ def nested_statements(stmt: ast.AST) -> Iterator[ast.stmt]:
     """The statements of ``blocks(stmt)``, one block after another."""
     for block in blocks(stmt):
         yield from block
+
+
+def assignment(stmt: ast.AST) -> tuple[list[ast.expr], ast.expr | None]:
+    """The targets and the value of ``x = v`` and ``x: T = v``; none of any
+    other statement (an annotation without a value binds nothing)."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets, stmt.value
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return [stmt.target], stmt.value
+    return [], None

@@ -26,6 +26,7 @@ package_tree = lazy("lint_plugin.engine.package_tree")
 scopes = lazy("lint_plugin.engine.flow.scopes")
 values = lazy("lint_plugin.engine.values")
 shared = lazy("lint_plugin.rules._contract_buffers")
+statements = lazy("lint_plugin.statements")
 row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
 symbolic = lazy("lint_plugin.algebra.symbolic")
 
@@ -414,14 +415,7 @@ def _assigned_before(cls, attr: str, allocation) -> bool:
     for stmt in init.node.body:
         if at is not None and stmt.lineno >= at:
             return False
-        targets = (
-            stmt.targets
-            if isinstance(stmt, ast.Assign)
-            else [stmt.target]
-            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None
-            else []
-        )
-        for target in targets:
+        for target in statements.assignment(stmt)[0]:
             if (
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)

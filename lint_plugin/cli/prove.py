@@ -13,7 +13,11 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Run the differential harness on every *MultiStepDraftBackend class "
             "that differs between --base REV and the working tree (or between two "
-            "files OLD NEW). Exit 0 when every changed class is proven, 1 when one "
+            "files OLD NEW), on a fixed grid and the corners its own code holds "
+            "(every integer it compares a size with, clamps, divides or rounds "
+            "it by, crossed). Exit 0 when every changed class shows no "
+            "difference on its cases (the verdict says their bounds and what "
+            "the harness assumed), 1 when one "
             "differs, 3 when one cannot be driven (or a changed line never ran), "
             "2 on usage errors or without the [proof] extra. With --kernel FILE "
             "alone: the kernel's write extent and its fit, judged at the context "
@@ -28,8 +32,9 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="the full grid (every num_seqs <= 4, topk, steps, and more seeded "
-        "cases over every axis; default on CUDA)",
+        help="the full grid (every threshold of the code crossed on every axis "
+        "it reaches, each pair of axes at once, every num_seqs <= 4, topk, steps, "
+        "and more seeded cases over every axis; default on CUDA)",
     )
     kernels = parser.add_mutually_exclusive_group()
     kernels.add_argument(

@@ -164,7 +164,7 @@ def run(
     recorder = Recorder(label=f"{cls_source.name} {params.describe()}")
     proxy = RecordingTorch(device, recorder, cls_source.filename)
     made_kernel = kernel(recorder)
-    provided = names.provided_names(proxy, made_kernel, recorder, params.page_size)
+    provided = names.provided_names(proxy, made_kernel, recorder, params)
     provided.update(extra_names or {})
 
     def unknown(name: str) -> standins.Opaque:
@@ -185,6 +185,7 @@ def run(
         page_size=params.page_size,
         window_size=params.window_size,
         sink_size=params.sink_size,
+        recorder=recorder,
     )
     drive = _Drive(
         cls,
@@ -224,6 +225,7 @@ def run(
         method = instance.init_cuda_graph_state
         # Before 0.4.8 it took max_bs alone (and sized by it).
         if len(inspect.signature(method).parameters) >= 2:
+            recorder.assume("max_num_tokens = max_bs * topk (SGLang's graph runner)")
             method(params.max_bs, params.max_num_tokens)
         else:
             method(params.max_bs)

@@ -42,6 +42,9 @@ class Params:
     seed: int = 0
     window_size: int = 0
     sink_size: int = 0
+    # ``get_cuda_graph_max_batch_size`` rounds max_bs up to it (0.5.23; > 1
+    # with two-batch overlap or a gathered buffer).
+    graph_alignment: int = 1
     # SGLang's envelope (lint_plugin.envelope): a request at max_context_len - 1,
     # where the helpers' own premise no longer holds and the kernel overruns.
     at_wall: bool = False
@@ -61,7 +64,12 @@ class Params:
             raise HarnessError(f"{self}: seq_len + num_steps > max_context_len")
         if self.max_bs < self.num_seqs:
             raise HarnessError(f"{self}: cuda_graph_max_bs < num_seqs")
-        if self.page_size < 1 or self.window_size < 0 or self.sink_size < 0:
+        if (
+            self.page_size < 1
+            or self.window_size < 0
+            or self.sink_size < 0
+            or self.graph_alignment < 1
+        ):
             raise HarnessError(f"{self}: page, window and sink sizes are >= 0")
 
     @property
@@ -89,6 +97,8 @@ class Params:
         extra = f" page_size={self.page_size}" if self.page_size != 1 else ""
         if self.window_size:
             extra += f" window={self.window_size} sink={self.sink_size}"
+        if self.graph_alignment != 1:
+            extra += f" graph_alignment={self.graph_alignment}"
         if self.at_wall:
             extra += " at the context wall"
         return (
@@ -184,6 +194,8 @@ def corner_grid(windows: bool = False) -> list[Params]:
         _case(1, 8, 2, (10,), 12, cuda_graph_max_bs=1, seed=7),
         _case(2, 8, 3, (7, 17), 20, page_size=4, cuda_graph_max_bs=3, seed=8),
         _case(4, 2, 5, (3, 11, 8, 1), 16, cuda_graph_max_bs=12, seed=9),
+        # A graph batch rounded up to an alignment (two-batch overlap).
+        _case(3, 2, 2, (5, 9, 2), 12, cuda_graph_max_bs=5, graph_alignment=4, seed=10),
         # 0.5.23 splits a launch into token blocks from a 32768-token context.
         _case(1, 2, 2, (8200,), LONG_CONTEXT + 64, cuda_graph_max_bs=1, seed=11),
     ]
@@ -250,6 +262,13 @@ def proof_grid(full: bool = False, windows: bool = False) -> list[Params]:
     all axes)."""
     grid = corner_grid(windows) + wall_grid() + random_grid(20261, 4, windows)
     if full:
+        # Every fixed axis at its largest at once (8 sequences x topk 8 x 4
+        # steps writes rows a buffer sized for fewer would not hold).
+        grid.append(
+            _case(
+                8, 8, 4, (12, 3, 9, 1, 12, 7, 5, 10), 16, cuda_graph_max_bs=9, seed=15
+            )
+        )
         grid += default_grid(seed=20260) + long_sequence_grid()
         grid += random_grid(20262, 64, windows, max_programs=None)
     return grid

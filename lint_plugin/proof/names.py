@@ -23,6 +23,7 @@ from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_
 
 from . import standins
 from .errors import HarnessError
+from .grid import Params
 from .record import Recorder
 
 # What the stand-ins below take for granted, printed with prove's table.
@@ -31,7 +32,7 @@ ASSUMPTIONS = (
     "req_to_token_pool.size = max_bs + 2",
     "kv_index_translator: static pool (reads stay on req_to_token)",
     "no native sliding window (0.5.23's Triton window rail is not driven)",
-    "envs at their defaults; CUDA-graph batch alignment 1; attention TP 1",
+    "envs at their defaults; attention TP 1",
     "seq_lens_sum=None only for classes with needs_cpu_seq_lens = False",
     # What the grid's cases keep, and where they leave it on purpose.
     "every seq_len + num_steps <= max_context_len (upstream's contract) but in "
@@ -39,6 +40,8 @@ ASSUMPTIONS = (
     "overrunning alike is identical, and a guard's raise where the original "
     "overran is 'stopped by its guard'",
 )
+TP = "attention tensor and context parallel size 1"
+NO_NATIVE_WINDOW = "no native sliding window (the draft window alone)"
 # The per-step attention backends' classes, across releases.
 BACKEND_CLASSES = (
     "FlashInferAttnBackend",
@@ -48,10 +51,10 @@ BACKEND_CLASSES = (
 )
 
 
-def get_cuda_graph_max_batch_size(max_batch_size: int) -> int:
-    """0.5.23's ``sglang.srt.utils``: ceil-aligned to the graph batch alignment,
-    which is 1 without two-batch overlap or a gathered buffer."""
-    return int(max_batch_size)
+def get_cuda_graph_max_batch_size(max_batch_size: int, alignment: int = 1) -> int:
+    """0.5.23's ``sglang.srt.utils``: ceil-aligned to the graph batch alignment
+    (1 without two-batch overlap or a gathered buffer; the grid varies it)."""
+    return -(-int(max_batch_size) // alignment) * alignment
 
 
 def resolve_draft_decode_window(model_runner: Any) -> tuple[int, int]:
@@ -101,10 +104,11 @@ def spec_kv_index_token_blocks(
 
 
 class EnvFlag:
-    def __init__(self, default: Any) -> None:
-        self._default = default
+    def __init__(self, name: str, default: Any, recorder: Recorder) -> None:
+        self._name, self._default, self._recorder = name, default, recorder
 
     def get(self) -> Any:
+        self._recorder.assume(f"envs.{self._name} at its default ({self._default!r})")
         return self._default
 
 
@@ -112,14 +116,25 @@ class Envs(standins.Strict):
     """``sglang.srt.environ.envs``: the flags a draft backend reads, unset."""
 
     _what = "envs"
-    SGLANG_OPT_FLASHINFER_DRAFT_HOST_INDPTR = EnvFlag(False)
+    DEFAULTS: typing.ClassVar[dict[str, Any]] = {
+        "SGLANG_OPT_FLASHINFER_DRAFT_HOST_INDPTR": False
+    }
+
+    def __init__(self, recorder: Recorder) -> None:
+        for name, default in self.DEFAULTS.items():
+            setattr(self, name, EnvFlag(name, default, recorder))
 
 
 def provided_names(
-    proxy: Any, kernel: Any, recorder: Recorder, page_size: int
+    proxy: Any, kernel: Any, recorder: Recorder, params: Params
 ) -> dict[str, Any]:
     """Module-level names of the backend files, as the harness provides them."""
     made: list = []
+
+    def assumed(text: str, value: Any) -> Any:
+        recorder.assume(text)
+        return value
+
     names: dict[str, Any] = {
         "torch": proxy,
         "next_power_of_2": standins.next_power_of_2,
@@ -141,13 +156,19 @@ def provided_names(
         "EagleDraftInput": standins.SpecInfo,
         # flashinfer_backend's module global, rebound via ``global`` in the class.
         "global_override_indptr_cpu": None,
-        "get_attention_tp_size": lambda: 1,
-        "get_parallel": lambda: SimpleNamespace(attn_tp_size=1, attn_cp_size=1),
-        "get_schedule": lambda: SimpleNamespace(page_size=page_size),
-        "get_cuda_graph_max_batch_size": get_cuda_graph_max_batch_size,
-        "resolve_draft_decode_window": resolve_draft_decode_window,
+        "get_attention_tp_size": lambda: assumed(TP, 1),
+        "get_parallel": lambda: assumed(
+            TP, SimpleNamespace(attn_tp_size=1, attn_cp_size=1)
+        ),
+        "get_schedule": lambda: SimpleNamespace(page_size=params.page_size),
+        "get_cuda_graph_max_batch_size": lambda n: get_cuda_graph_max_batch_size(
+            n, params.graph_alignment
+        ),
+        "resolve_draft_decode_window": lambda runner: assumed(
+            NO_NATIVE_WINDOW, resolve_draft_decode_window(runner)
+        ),
         "spec_kv_index_token_blocks": spec_kv_index_token_blocks,
-        "envs": Envs(),
+        "envs": Envs(recorder),
         "build_inner_fb_view": standins.build_inner_fb_view,
     }
     for name in BACKEND_CLASSES:

@@ -168,6 +168,9 @@ class Record:
     label: str = field(default="", compare=False)
     # Each driven phase and the entry point(s) that drove it.
     phases: dict[str, str] = field(default_factory=dict, compare=False)
+    # What the harness's stand-ins fixed that the class read (a value SGLang
+    # may give otherwise), said with the verdict: "identical under: ...".
+    assumed: list[str] = field(default_factory=list, compare=False)
 
     @property
     def slices(self) -> list[Assignment]:
@@ -370,6 +373,11 @@ class Recorder:
         if tensor.numel() == 0:
             return None
         return tensor.untyped_storage().data_ptr()
+
+    def assume(self, text: str) -> None:
+        """The class read a value the harness fixes (``text`` says which)."""
+        if text not in self.record.assumed:
+            self.record.assumed.append(text)
 
     def name_tensor(self, tensor: torch.Tensor, name: str) -> None:
         key = self._key(tensor)

@@ -340,12 +340,19 @@ class KVIndexTranslator(Strict):
 
     _what = "model_runner.kv_index_translator"
 
-    def __init__(self, req_to_token: torch.Tensor) -> None:
+    def __init__(self, req_to_token: torch.Tensor, recorder: Recorder | None) -> None:
         self._req_to_token = req_to_token
+        self._recorder = recorder
 
     def read_source(
         self, plan: Any, *, req_pool_indices: torch.Tensor, bs: int, kind: Any = None
     ) -> SimpleNamespace:
+        if self._recorder is not None:
+            # SGLang also runs translated (paged, hybrid) pools: not modelled.
+            self._recorder.assume(
+                "kv_index_translator reads req_to_token untranslated (a static "
+                "pool: row_stride its width, no v2p, entry page size 1)"
+            )
         return SimpleNamespace(
             ids=self._req_to_token,
             row_ids=req_pool_indices,
@@ -395,6 +402,7 @@ class ModelRunner(Strict):
         page_size: int,
         window_size: int = 0,
         sink_size: int = 0,
+        recorder: Recorder | None = None,
     ) -> None:
         self.device = device.type  # model_runner.device is a string in SGLang
         self.page_size = page_size
@@ -403,7 +411,7 @@ class ModelRunner(Strict):
         )
         self.server_args = ServerArgs(page_size, window_size, sink_size)
         self.model_config = ModelConfig(max_context_len)
-        self.kv_index_translator = KVIndexTranslator(req_to_token)
+        self.kv_index_translator = KVIndexTranslator(req_to_token, recorder)
         # No native sliding window: 0.5.23's Triton window rail is not driven.
         self.sliding_window_size = None
         self.token_to_kv_pool = Opaque("model_runner.token_to_kv_pool")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .coverage import Coverage, UnranLine, never_ran
@@ -42,15 +42,18 @@ from .grid import long_sequence_grid as long_sequence_grid  # re-exported
 from .grid import small_grid as small_grid  # re-exported
 from .kernel import ReferenceDraftKernel
 from .loader import extract_class, read_source
-from .record import KINDS, Record, diff
+from .record import KINDS, Assignment, BufferUse, Launch, Record, diff
+from .thresholds import bounds
 from .widen import Widened, widen_kvi003
 
 if TYPE_CHECKING:
     import torch
 
 IDENTICAL, WIDENED, GUARDED = "identical", "widened", "guarded"
-PROVEN, DIFFERS, CANNOT_DRIVE, NOT_COVERED = (
-    "proven",
+# A run of cases shows no difference on them; "proven" is kept for what holds
+# for all sizes (the kernel's fit, the fix gate's polynomials).
+NO_DIFFERENCE, DIFFERS, CANNOT_DRIVE, NOT_COVERED = (
+    "no difference",
     "differs",
     "cannot drive",
     "not covered",
@@ -68,6 +71,8 @@ class ClassProof:
     slices: int = 0
     overruns_before: int = 0
     overruns_after: int = 0
+    # Of them, in cases within upstream's contract (not at the context wall).
+    overruns_after_in_contract: int = 0
     widened: int = 0  # cases equal only to the original widened at KVI003 sites
     wall_overran: int = 0  # wall cases in which both sides overran alike
     guarded: int = 0  # wall cases the rewrite's guard stopped (GUARDED)
@@ -80,6 +85,9 @@ class ClassProof:
     widened_lines: tuple[int, ...] = ()
     notes: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list, repr=False)
+    driven: list[Params] = field(default_factory=list, repr=False)
+    # What the harness's stand-ins fixed and either side read (record.assumed).
+    assumed: list[str] = field(default_factory=list)
     wall: float = 0.0
 
     @property
@@ -90,14 +98,27 @@ class ClassProof:
             return CANNOT_DRIVE
         if self.unran:
             return NOT_COVERED
-        return PROVEN
+        return NO_DIFFERENCE
 
     @property
-    def proven(self) -> bool:
-        return self.status == PROVEN
+    def no_difference(self) -> bool:
+        return self.status == NO_DIFFERENCE
+
+    @property
+    def bounds(self) -> str:
+        """What the cases driven reached, axis by axis."""
+        return bounds(self.driven)
 
     @property
     def verdict(self) -> str:
+        """The headline, then what it was measured on and what it assumed."""
+        if self.status != NO_DIFFERENCE:
+            return self.headline
+        under = "; identical under: " + "; ".join(self.assumed) if self.assumed else ""
+        return f"{self.headline} within {self.bounds}{under}"
+
+    @property
+    def headline(self) -> str:
         status = self.status
         if status == DIFFERS:
             return "DIFFERS"
@@ -117,10 +138,11 @@ class ClassProof:
                 f"{self.cases} cases"
             )
         at_wall = f"; {', '.join(wall)}" if wall else ""
+        cases = f"no difference in {self.cases} cases"
         if self.widened or self.widened_lines:  # a guarded case may be widened too
             where = ", ".join(str(n) for n in self.widened_lines)
-            return f"proven (widened x topk at line {where}{at_wall})"
-        return f"proven (identical{at_wall})"
+            return f"{cases} (widened x topk at line {where}{at_wall})"
+        return f"{cases} (identical{at_wall})"
 
 
 def _phases(record: Record) -> set[str]:
@@ -192,9 +214,18 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
     phases = _phases(before) | _phases(after)
     one_sided = _phases(before) ^ _phases(after)
     if NO_SUM in one_sided:
-        # Only a class declaring needs_cpu_seq_lens = False is given None.
+        # Only a class declaring needs_cpu_seq_lens = False is given None: its
+        # run without the sum is held to the other side's run with it.
         side = "after" if NO_SUM in after.phases else "before"
-        notes.append(f"{NO_SUM}: driven {side} only (needs_cpu_seq_lens)")
+        notes.append(
+            f"{NO_SUM}: driven {side} only (needs_cpu_seq_lens), compared with "
+            "the other side's forward given the sum (its slices may run longer "
+            "over what the kernel wrote, never shorter)"
+        )
+        without, other = (before, after) if side == "before" else (after, before)
+        why = _without_sum_problem(without, other)
+        if why is not None:
+            return f"({NO_SUM}, {side} only) {why}", notes
         phases.discard(NO_SUM)
     missing = sorted(one_sided - {NO_SUM})
     before, after = before.only(phases), after.only(phases)
@@ -205,6 +236,10 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
             f"{after.phases.get('capture')}; "
             f"{before.phases.get('replay')} -> {after.phases.get('replay')}"
         )
+        for side, record in (("before", before), ("after", after)):
+            why = _in_graph_problem(record)
+            if why is not None:
+                return f"(capture, {side}) {why}", notes
     differing = []
     first = None
     for kind in KINDS:
@@ -230,6 +265,110 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
     if missing:
         return f"phases driven on one side only: {missing}", notes
     return None, notes
+
+
+def _relabel(record: Record, phase: str, to: str) -> Record:
+    """``phase``'s observations under the name ``to``."""
+    kept = record.only({phase})
+
+    def moved(x: Any) -> Any:
+        if isinstance(x, Launch):  # its buffers' owners name the phase too
+            x = replace(
+                x,
+                kv_indices=_owned(x.kv_indices, phase, to),
+                kv_indptr=_owned(x.kv_indptr, phase, to),
+            )
+        return replace(x, phase=to)
+
+    return Record(
+        **{kind: [moved(x) for x in getattr(kept, kind)] for kind in KINDS},
+        phases={to: kept.phases.get(phase, "")},
+    )
+
+
+def _owned(use: BufferUse, phase: str, to: str) -> BufferUse:
+    return replace(use, owner=use.owner.replace(f"[{phase}#", f"[{to}#"))
+
+
+def _without_sum_problem(without: Record, other: Record) -> str | None:
+    """Why a run of ``init_forward_metadata`` without ``seq_lens_sum`` is not
+    the other side's run given it (None: it is). Everything is equal but the
+    ``kv_indices`` slices handed out, which may be longer (an over-estimated sum
+    only clamps a slice) if each starts with the whole of the other's."""
+    if "forward" not in other.phases:
+        return "the other side has no forward phase to hold it to"
+    mine = _relabel(without, NO_SUM, "forward")
+    theirs = other.only({"forward"})
+    for kind in KINDS:
+        xs, ys = getattr(theirs, kind), getattr(mine, kind)
+        for n in range(max(len(xs), len(ys))):
+            x = xs[n] if n < len(xs) else None
+            y = ys[n] if n < len(ys) else None
+            if not _covers(x, y):
+                return f"{kind}[{n}] {difference(x, y)}"
+    return None
+
+
+def _covers(x: Any, y: Any) -> bool:
+    """``y`` is ``x``, but for ``kv_indices`` slices that may run longer over
+    the same entries (in an assignment, or a ``spec_info`` handed over)."""
+    if x == y:
+        return True
+    if isinstance(x, Assignment) and isinstance(y, Assignment):
+        return (
+            x.phase == y.phase
+            and x.attr == y.attr == "kv_indices"
+            and y.length >= x.length
+            and y.contents[: len(x.contents)] == x.contents
+        )
+    if isinstance(x, tuple) and isinstance(y, tuple) and len(x) == len(y):
+        if x and x[0] == "spec_info" == y[0]:
+            return x[1] == y[1] and _longer_slice(x[2], y[2])
+        return all(_covers(a, b) for a, b in zip(x, y, strict=True))
+    if is_dataclass(x) and type(x) is type(y):
+        return all(
+            _covers(getattr(x, f.name), getattr(y, f.name))
+            for f in fields(x)
+            if f.compare
+        )
+    return False
+
+
+def _longer_slice(x: Any, y: Any) -> bool:
+    """Two tensor summaries (:meth:`.record.Recorder.summarize`): ``y`` one
+    row of the same buffer from the same offset, holding ``x`` and more."""
+    if x == y:
+        return True
+    if not (
+        isinstance(x, tuple) and isinstance(y, tuple) and x[:1] == y[:1] == ("tensor",)
+    ):
+        return False
+    _, xshape, xdtype, xowner, xoffset, xdata = x
+    _, yshape, ydtype, yowner, yoffset, ydata = y
+    return (
+        (xdtype, xowner, xoffset) == (ydtype, yowner, yoffset)
+        and len(xshape) == len(yshape) == 1
+        and yshape[0] >= xshape[0]
+        and ydata[: len(xdata)] == xdata
+    )
+
+
+def _in_graph_problem(record: Record) -> str | None:
+    """From 0.5.13 the graph's capture is ``out_graph(in_capture=True)`` then
+    ``in_graph``, which must reach every per-step backend the first reached,
+    in order (the other side has no such entry point to compare it with)."""
+    entry = record.phases.get("capture", "")
+    if "in_graph" not in entry:
+        return None
+    calls = [c for c in record.backend_calls if c.phase == "capture" and c.backend >= 0]
+    forwarded = [c.backend for c in calls if c.handoff and c.handoff[0] == "in_graph"]
+    captured = [c.backend for c in calls if c.handoff and c.handoff[0] == "capture"]
+    if forwarded != captured:
+        return (
+            f"in_graph reached backends {forwarded}, out_graph(in_capture=True) "
+            f"reached {captured}"
+        )
+    return None
 
 
 def guarded_problem(before: Record, after: Record) -> str | None:
@@ -402,7 +541,13 @@ def _count(
     proof.slices += counts["slices"]
     proof.overruns_before += len(before.overruns)
     proof.overruns_after += len(after.overruns)
+    if not params.at_wall:
+        proof.overruns_after_in_contract += len(after.overruns)
     proof.kinds.append(kind)
+    proof.driven.append(params)
+    for text in (*before.assumed, *after.assumed):
+        if text not in proof.assumed:
+            proof.assumed.append(text)
     if kind == WIDENED:
         proof.widened += 1
     if kind == GUARDED:

@@ -327,7 +327,13 @@ def test_the_wall_cases_overrun_alike_or_stop_at_the_guard():
         grid,
     )
     assert proof.kinds == [IDENTICAL, IDENTICAL], proof.failure
-    assert proof.verdict == "proven (identical; 2 overran alike at the context wall)"
+    assert proof.headline == (
+        "no difference in 2 cases (identical; 2 overran alike at the context wall)"
+    )
+    # What it was measured on, and what the stand-ins fixed that it read.
+    assert proof.verdict.startswith(proof.headline + " within num_seqs 1-2, topk 2,")
+    assert "; identical under: " in proof.verdict
+    assert "max_num_tokens = max_bs * topk" in proof.verdict
 
 
 GUARD_CALL = re.compile(

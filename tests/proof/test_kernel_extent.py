@@ -181,6 +181,32 @@ def test_a_planted_change_is_refuted_by_a_launch_that_overruns(version, plant_na
     print(f"{version} {plant_name}: {len(overruns)} overrunning counterexamples")
 
 
+@pytest.mark.corpus
+def test_a_token_block_overrun_is_shown_by_a_launch_in_blocks():
+    """0.5.23's token-block path (``NUM_STEPS != 0``, ``num_blk`` blocks): the
+    counterexample search binds ``num_blk`` on every launch, so an overrun
+    planted there is refuted by a launch in blocks, and the planted kernel run
+    on that launch writes what the derivation said, past the width."""
+    text, path = _kernel("0.5.23")
+    loop = text.index("for i in range(blk, num_loop, num_blk):")
+    old = "mask = copy_offset < seq_len_w"
+    at = text.index(old, loop)
+    planted = text[:at] + "mask = copy_offset < seq_len_w + 8" + text[at + len(old) :]
+    fit = prove_fit(planted, filename=path, judged="contract")
+    assert fit.verdict == "DOES NOT FIT", "\n".join(_describe(fit))
+    overruns = [c for _, c in fit.counterexamples() if c.name == "fits"]
+    in_blocks = [
+        c for c in overruns if dict(c.counterexample.sizes.params)["NUM_STEPS"]
+    ]
+    assert in_blocks, "\n".join(_describe(fit))
+    assert not any("cannot evaluate" in n for b in fit.branches for n in b.notes)
+    for claim in in_blocks:
+        example = claim.counterexample
+        written = written_extents(planted, path + ".planted", launch_for(example.sizes))
+        assert written[example.row] == example.writes, example
+        assert written[example.row] > example.sizes.width, example
+
+
 # -- kernels of our own writing -------------------------------------------------
 
 

@@ -36,7 +36,7 @@ from harness import (
 
 from lint_plugin.fix.rewrite import Options, rewrite_text
 from lint_plugin.proof import names, standins
-from lint_plugin.proof.grid import long_sequence_grid
+from lint_plugin.proof.grid import Params, long_sequence_grid
 from lint_plugin.proof.record import Recorder as RecorderForNames
 from lint_plugin.runtime import draft_kv_indices_buffer_width, draft_kv_indices_used_len
 
@@ -186,7 +186,9 @@ def test_unknown_names_are_recording_stand_ins_refused_when_computed_with():
 def test_loaded_class_never_imports_sglang():
     recorder = RecorderForNames()
     provided = {"mystery_helper": len, "OTHER_CONSTANT": 0, "BuiltOnlyInInit": list}
-    provided.update(names.provided_names(None, None, recorder, page_size=1))
+    provided.update(
+        names.provided_names(None, None, recorder, Params(1, 1, 2, (1,), 4))
+    )
     cls, _ = load_class(
         extract_class(TOY), provided, None, names.guarded_import(provided, recorder)
     )

@@ -11,6 +11,7 @@ never a silent substitute; a path that does not exist is a usage error.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -86,10 +87,21 @@ def test_prove_proves_the_unsafe_fix(repo, capsys):
         line for line in out.splitlines() if "FlashInferMultiStepDraftBackend" in line
     )
     # At the context wall the original overruns; the fix's guard raises instead.
-    assert (
-        "proven (widened x topk at line 1618; 2 stopped by its guard at the context "
-        "wall)"
-    ) in row
+    assert re.search(
+        r"no difference in \d+ cases \(widened x topk at line 1618; 2 stopped by "
+        r"its guard at the context wall\)$",
+        row,
+    ), row
+    # "proven" is said of what holds for all sizes only: the kernel's fit.
+    assert "proven" not in row
+    # Under the table, the bounds the cases reached and what they assumed.
+    verdict = next(
+        line
+        for line in out.splitlines()
+        if line.startswith("  ") and " within " in line
+    )
+    assert " within num_seqs 1-" in verdict and "page sizes 1, " in verdict
+    assert "identical under: max_num_tokens = max_bs * topk" in verdict
     assert "raised the same on both sides" not in out
     before, after = row.split()[5].split("/")
     assert int(before) > 0 and int(after) == 0, row
@@ -168,7 +180,7 @@ def test_prove_two_files(repo, tmp_path, capsys):
     assert main(["prove", "--kernel", str(repo / SPEC), str(original), BACKEND]) == 0
     out = capsys.readouterr().out
     assert "kernel (both sides): " in out and "--kernel" in out
-    assert "proven (widened x topk at line 1618; 2 stopped by its guard" in out
+    assert "(widened x topk at line 1618; 2 stopped by its guard" in out
 
 
 def test_prove_without_the_kernel_cannot_drive(repo, capsys):

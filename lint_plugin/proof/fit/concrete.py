@@ -106,6 +106,9 @@ def launch_values(derivation: ex.Derivation, sizes: Sizes) -> Launch:
         values[sym] = given
     programs0 = steps
     if derivation.split is not None:
+        # Bound on every launch, so a path condition naming it evaluates on the
+        # launches that take the other paths too (0.5.23: NUM_STEPS == 0).
+        values[ex.NUM_BLK] = sizes.num_blk
         split = values.get(derivation.split, 0)
         if split not in (0, steps):
             raise NotEvaluable(f"{derivation.split} must be 0 or num_steps")

@@ -630,8 +630,9 @@ def _search(derivation: ex.Derivation, branches: list[Branch], judged: str) -> N
                 continue
             writes = row_extents(derivation, sizes)
         except NotEvaluable as exc:
-            stopped = f"the search stopped: {exc}"
-            break
+            # One launch the model cannot evaluate; the others still count.
+            stopped = stopped or f"launches the model cannot evaluate skipped: {exc}"
+            continue
         checked[key] += 1
         for row, entries in enumerate(writes):
             limits = {
