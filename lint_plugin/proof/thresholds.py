@@ -113,14 +113,30 @@ def _int(node: ast.AST | None, names: dict[str, int]) -> int | None:
         return None if inner is None else -inner
     if isinstance(node, ast.Name):
         return names.get(node.id)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Pow)):
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return names.get(f"{node.value.id}.{node.attr}")  # self.lim = 16
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLDED:
         left, right = _int(node.left, names), _int(node.right, names)
         if left is None or right is None:
             return None
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        return left**right if 0 <= right < 64 else None
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and not 0 <= right < 64:
+            return None
+        if isinstance(node.op, ast.RShift) and right < 0:
+            return None
+        return _FOLDED[type(node.op)](left, right)
     return None
+
+
+_FOLDED = {
+    ast.Mult: lambda a, b: a * b,
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Pow: lambda a, b: a**b,
+    ast.LShift: lambda a, b: a << b,
+    ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b,
+    ast.BitOr: lambda a, b: a | b,
+}
 
 
 def _call_name(node: ast.Call) -> str:
@@ -146,12 +162,38 @@ def _found(scope: ast.AST, names: dict[str, int], filename: str) -> Iterable[Thr
             node.op, (ast.FloorDiv, ast.Mod, ast.Div)
         ):
             pairs.append((node.right, [node.left]))
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+            # x & 0x1F changes at 32: the mask and one past it.
+            for mask, other in ((node.right, node.left), (node.left, node.right)):
+                value = _int(mask, names)
+                if value is not None:
+                    pairs += [(mask, [other]), (_constant(value + 1, mask), [other])]
+        elif isinstance(node, ast.Subscript):
+            index = node.slice
+            if isinstance(index, ast.Slice):  # backends[:4]: a count cut short
+                for bound in (index.lower, index.upper, index.step):
+                    if bound is not None:
+                        pairs.append((bound, [node.value]))
+            elif isinstance(node.value, (ast.Tuple, ast.List)):
+                # (1, 2, 3, 4, 4, ...)[i]: a table read by a size ends somewhere.
+                pairs.append((_constant(len(node.value.elts), node), [index]))
+            elif isinstance(node.value, ast.Dict):
+                pairs += [(key, [index]) for key in node.value.keys if key]
         elif isinstance(node, ast.Call):
             name = _call_name(node)
             args = list(node.args)
             if name in ("min", "max") or _ROUNDING.search(name.lower()):
                 for n, arg in enumerate(args):
                     pairs.append((arg, args[:n] + args[n + 1 :]))
+            # {32: 16}.get(size, size): each key is a size treated apart.
+            func = node.func
+            if (
+                name == "get"
+                and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Dict)
+                and args
+            ):
+                pairs += [(key, args[:1]) for key in func.value.keys if key]
             # A launch's constexpr (BLOCK=128) sizes the blocks a row is cut in.
             if isinstance(node.func, ast.Subscript) or name.isupper():
                 for keyword in node.keywords:
@@ -182,8 +224,23 @@ def _found(scope: ast.AST, names: dict[str, int], filename: str) -> Iterable[Thr
                     pairs.append((default, [ast.Name(param.arg)]))
         for candidate, beside in pairs:
             value = _int(candidate, names)
-            if value is not None and value > 2:
-                yield Threshold(value, _axes_of(beside), at(candidate))
+            if value is None:
+                continue
+            values = [value]
+            # min(x.bit_length() - 1, 4) caps x at 2**4: a power of two apart.
+            if 0 <= value < 31 and any(
+                isinstance(sub, ast.Attribute) and sub.attr == "bit_length"
+                for node_ in beside
+                for sub in ast.walk(node_)
+            ):
+                values += [1 << value, 1 << (value + 1)]
+            for number in values:
+                if number > 2:
+                    yield Threshold(number, _axes_of(beside), at(candidate))
+
+
+def _constant(value: int, like: ast.AST) -> ast.Constant:
+    return ast.copy_location(ast.Constant(value), like)
 
 
 def _local_ints(scope: ast.AST, names: dict[str, int]) -> dict[str, int]:
@@ -195,6 +252,11 @@ def _local_ints(scope: ast.AST, names: dict[str, int]) -> dict[str, int]:
         for target in targets:
             if isinstance(target, ast.Name):
                 bound.setdefault(target.id, []).append(_int(value, names))
+            elif isinstance(target, ast.Attribute) and isinstance(
+                target.value, ast.Name
+            ):
+                key = f"{target.value.id}.{target.attr}"
+                bound.setdefault(key, []).append(_int(value, names))
     own = {k: v[0] for k, v in bound.items() if len(v) == 1 and v[0] is not None}
     return {**names, **own}
 

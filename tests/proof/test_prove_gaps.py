@@ -54,6 +54,14 @@ WRONG = [
         "next_power_of_2(num_seqs),",
         "min(next_power_of_2(num_seqs), 16),",
     ),
+    # ... spelt as a shift (an outside review's find).
+    (
+        "bs_upper capped at 1 << 4",
+        NEW,
+        TRITON,
+        "next_power_of_2(num_seqs),",
+        "min(next_power_of_2(num_seqs), 1 << 4),",
+    ),
     # Steps stop at 5: the slice of step index 4 is the last the grid reads.
     (
         "slice end stops growing after step 4",
@@ -96,6 +104,16 @@ WRONG = [
         "for attn_backend in self.attn_backends:\n            "
         "attn_backend.init_forward_metadata_in_graph",
         "for attn_backend in self.attn_backends[1:]:\n            "
+        "attn_backend.init_forward_metadata_in_graph",
+    ),
+    # ... or cut to the first four backends: seen only past 5 steps.
+    (
+        "in_graph cut to four backends",
+        (OLD, NEW),
+        TRITON,
+        "for attn_backend in self.attn_backends:\n            "
+        "attn_backend.init_forward_metadata_in_graph",
+        "for attn_backend in self.attn_backends[:4]:\n            "
         "attn_backend.init_forward_metadata_in_graph",
     ),
     # A modelled value the grid now varies: the graph batch's alignment.
@@ -191,7 +209,10 @@ def test_right_rewrite_beside_a_gap_shows_no_difference(
     assert "no difference in" in out and " within num_seqs " in out
 
 
-@pytest.mark.parametrize("case", WRONG[:5], ids=[case[0] for case in WRONG[:5]])
+GRID_GAPS = [case for case in WRONG if not isinstance(case[1], tuple)][:6]
+
+
+@pytest.mark.parametrize("case", GRID_GAPS, ids=[case[0] for case in GRID_GAPS])
 def test_the_fixed_grid_alone_misses_each_grid_gap(case):
     """What the thresholds add: the corners each wrong rewrite needs are not in
     the fixed grid (so the test above is about them, not about the grid)."""
@@ -206,6 +227,7 @@ def test_the_fixed_grid_alone_misses_each_grid_gap(case):
     reach = {
         "bs_upper capped at 16": lambda p: p.num_seqs > 16,
         "bs_upper capped at 16 (0.5.23)": lambda p: p.num_seqs > 16,
+        "bs_upper capped at 1 << 4": lambda p: p.num_seqs > 16,
         "slice end stops growing after step 4": lambda p: p.speculative_num_steps > 5,
         "width capped at 65536 tokens of context": lambda p: p.max_context_len > 65536,
         "page size above 16 told 1": lambda p: p.page_size > 16,

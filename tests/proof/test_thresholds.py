@@ -35,17 +35,18 @@ from lint_plugin.proof.thresholds import (
 CLASS = "XMultiStepDraftBackend"
 
 
-def _module(body: str, prelude: str = "") -> str:
+def _module(body: str, prelude: str = "", methods: str = "") -> str:
     return textwrap.dedent(prelude) + (
-        f"class {CLASS}:\n    def f(self, num_seqs, bs, i):\n"
+        f"class {CLASS}:\n{methods}    def f(self, num_seqs, bs, i):\n"
         + textwrap.indent(textwrap.dedent(body), "        ")
     )
 
 
-def found(body: str, prelude: str = "") -> set[tuple[int, tuple[str, ...]]]:
-    return {
-        (t.value, t.axes) for t in thresholds([(_module(body, prelude), CLASS, "m.py")])
-    }
+def found(
+    body: str, prelude: str = "", methods: str = ""
+) -> set[tuple[int, tuple[str, ...]]]:
+    text = _module(body, prelude, methods)
+    return {(t.value, t.axes) for t in thresholds([(text, CLASS, "m.py")])}
 
 
 VALID = [
@@ -75,6 +76,30 @@ VALID = [
     ),
     # A launch's constexpr keyword.
     ("kernel[grid](a, b, BLOCK=256)\n", {(256, (CONTEXT, LENGTH))}),
+    # Spellings an outside review found passing (each now crossed):
+    # a shift, a dict of sizes treated apart, a mask, a cap on bit_length,
+    # a table read by the step, a count cut by a slice, a self. attribute.
+    ("x = min(next_power_of_2(num_seqs), 1 << 4)\n", {(16, (NUM_SEQS, MAX_BS))}),
+    (
+        "d = {32: 16, 64: 16}.get(next_power_of_2(num_seqs), 0)\n",
+        {(32, (NUM_SEQS, MAX_BS)), (64, (NUM_SEQS, MAX_BS))},
+    ),
+    (
+        "x = next_power_of_2(num_seqs) & 0x1F\n",
+        {(31, (NUM_SEQS, MAX_BS)), (32, (NUM_SEQS, MAX_BS))},
+    ),
+    (
+        "x = 1 << min(next_power_of_2(num_seqs).bit_length() - 1, 4)\n",
+        {(v, (CONTEXT, LENGTH, NUM_SEQS, MAX_BS)) for v in (4, 16, 32)},
+    ),
+    ("e = (1, 2, 3, 4, 4)[i]\n", {(5, (STEPS,))}),
+    ("for b in self.attn_backends[:4]:\n    pass\n", {(4, AXES)}),
+    (
+        "x = min(next_power_of_2(num_seqs), self.lim)\n",
+        {(16, (NUM_SEQS, MAX_BS))},
+        "",
+        "    def __init__(self):\n        self.lim = 16\n",
+    ),
 ]
 
 INVALID = [
