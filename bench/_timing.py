@@ -40,6 +40,22 @@ def corpus_module():  # type: ignore[no-untyped-def]
     return corpus
 
 
+def corpus_trees() -> tuple[Path, Path, str, list[str]]:
+    """The unpacked ``VERSION`` and ``LATEST`` packages, the attention folder
+    and ``VERSION``'s four backends in it (paths relative to a package)."""
+    corpus = corpus_module()
+    try:
+        root = corpus.tree(VERSION, whole=True)
+        latest = corpus.tree(LATEST, whole=True)
+    except corpus.CorpusUnavailable as exc:
+        raise BenchError(f"sglang wheel unavailable: {exc}") from exc
+    backends = [f"{corpus.ATTENTION}/{name}" for name in corpus.BACKENDS]
+    missing = [p for p in backends if not (root / p).is_file()]
+    if missing:
+        raise BenchError(f"missing backend files in {root}: {missing}")
+    return root, latest, corpus.ATTENTION, backends
+
+
 def tool(name: str) -> str:
     """The console script ``name``, preferring the one next to ``sys.executable``.
 

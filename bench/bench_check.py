@@ -76,7 +76,7 @@ from _timing import (
     Row,
     bytecode_note,
     compile_package,
-    corpus_module,
+    corpus_trees,
     describe,
     describe_checkout,
     interleaved,
@@ -148,17 +148,7 @@ def build_cases(keys: str, cache_dir: str, install: Path) -> tuple[Path, list[Ca
     would from a checkout. ``--no-config``: this repository's own table (found
     above the cache folder) must not exclude anything ruff checks.
     """
-    corpus = corpus_module()
-    try:
-        root = corpus.tree(VERSION, whole=True)
-        latest = corpus.tree(LATEST, whole=True)
-    except corpus.CorpusUnavailable as exc:
-        raise BenchError(f"sglang wheel unavailable: {exc}") from exc
-    attention = corpus.ATTENTION
-    backends = [f"{attention}/{name}" for name in corpus.BACKENDS]
-    missing = [p for p in backends if not (root / p).is_file()]
-    if missing:
-        raise BenchError(f"missing backend files in {root}: {missing}")
+    root, latest, attention, backends = corpus_trees()
 
     python = str(install / "bin" / "python")
     ours = [str(install / "bin" / "draft-kv-lint"), "check", "--no-config"]

@@ -59,7 +59,7 @@ from _timing import (
     LATEST,
     VERSION,
     BenchError,
-    corpus_module,
+    corpus_trees,
     describe_checkout,
     print_environment,
     regular_install,
@@ -292,16 +292,7 @@ def digest(folder: Path, paths: Sequence[str]) -> str:
 def build_cases(keys: str, install: Path, scratch: Path) -> list[Case]:
     """The cases of the selected twins: the corpus as ``bench_check`` reads it
     (0.5.12.post1's four backends, 0.5.23's attention folder and package)."""
-    corpus = corpus_module()
-    try:
-        root = corpus.tree(VERSION, whole=True)
-        latest = corpus.tree(LATEST, whole=True)
-    except corpus.CorpusUnavailable as exc:
-        raise BenchError(f"sglang wheel unavailable: {exc}") from exc
-    backends = [f"{corpus.ATTENTION}/{name}" for name in corpus.BACKENDS]
-    missing = [p for p in backends if not (root / p).is_file()]
-    if missing:
-        raise BenchError(f"missing backend files in {root}: {missing}")
+    root, latest, folder, backends = corpus_trees()
     python = install / "bin" / "python"
     cold = ["check", "--no-config", "--no-cache"]
 
@@ -328,7 +319,7 @@ def build_cases(keys: str, install: Path, scratch: Path) -> list[Case]:
                     twin,
                     f"`check --no-cache`, {attention}",
                     latest,
-                    [*cold, corpus.ATTENTION],
+                    [*cold, folder],
                 )
             )
             if key == "1":  # beside twin 8: no whole-file check to add

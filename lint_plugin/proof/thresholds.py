@@ -8,21 +8,25 @@ module, the kernel it launches and the harness's copies of SGLang's functions
 it calls -- are thresholds, and each is crossed (``n - 1``, ``n``, ``n + 1``)
 on every size axis the names beside it reach (every axis when none is known).
 
-``corner_cases`` turns thresholds into cases: by default the cheapest first,
-within a time budget beside the fixed grid's (each case's cost estimated from
-its programs and its longest sequence); ``full`` takes every crossing, and
-every pair of crossings of two axes (the cross product). What was reached is
-said with the verdict (:func:`bounds`), never implied.
+``corner_cases`` turns thresholds into cases: by default every threshold on
+one side only (what the rewrite changed), then the others cheapest first,
+within half the fixed grid's estimated time (each case's cost estimated from
+its programs and its longest sequence); ``full`` takes every crossing, each
+pair of axes at their largest crossings and the largest context with every
+crossing of every other axis. What was reached is said with the verdict
+(:func:`bounds`), never implied.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lint_plugin.engine.flow.known_values import dotted, last_name, literal_int
 from lint_plugin.statements import assignment
 
 from .errors import HarnessError
@@ -76,13 +80,7 @@ def _axes_of(nodes: Iterable[ast.AST]) -> tuple[str, ...]:
     found: list[str] = []
     for node in nodes:
         for sub in ast.walk(node):
-            word = (
-                sub.id
-                if isinstance(sub, ast.Name)
-                else sub.attr
-                if isinstance(sub, ast.Attribute)
-                else None
-            )
+            word = last_name(sub)
             if word is None:
                 continue
             for pattern, axes in _WORDS:
@@ -106,15 +104,19 @@ def _module_ints(tree: ast.Module) -> dict[str, int]:
 
 
 def _int(node: ast.AST | None, names: dict[str, int]) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
+    """The integer ``node`` is: a literal, a name bound once to one (``LIMIT``,
+    ``self.lim``), or shifts, masks, sums and products of them."""
+    if node is None:
+        return None
+    number = literal_int(node)
+    if number is not None:
+        return number
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _int(node.operand, names)
         return None if inner is None else -inner
-    if isinstance(node, ast.Name):
-        return names.get(node.id)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        return names.get(f"{node.value.id}.{node.attr}")  # self.lim = 16
+    name = dotted(node)
+    if name is not None:
+        return names.get(name)
     if isinstance(node, ast.BinOp) and type(node.op) in _FOLDED:
         left, right = _int(node.left, names), _int(node.right, names)
         if left is None or right is None:
@@ -143,9 +145,7 @@ def _call_name(node: ast.Call) -> str:
     func = node.func
     while isinstance(func, ast.Subscript):  # kernel[grid](...)
         func = func.value
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
+    return last_name(func) or ""
 
 
 def _found(scope: ast.AST, names: dict[str, int], filename: str) -> Iterable[Threshold]:
@@ -255,8 +255,7 @@ def _local_ints(scope: ast.AST, names: dict[str, int]) -> dict[str, int]:
             elif isinstance(target, ast.Attribute) and isinstance(
                 target.value, ast.Name
             ):
-                key = f"{target.value.id}.{target.attr}"
-                bound.setdefault(key, []).append(_int(value, names))
+                bound.setdefault(dotted(target), []).append(_int(value, names))
     own = {k: v[0] for k, v in bound.items() if len(v) == 1 and v[0] is not None}
     return {**names, **own}
 
@@ -328,13 +327,7 @@ def harness_sources(class_text: str) -> list[tuple[str, str]]:
     """The harness's copies of SGLang's functions (:mod:`.names`) a class
     names, as a source each: their constants are SGLang's, so they are the
     class's thresholds too."""
-    from . import names
-
-    module = inspect.getsource(names)
-    tree = ast.parse(module)
-    defined = {
-        node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)
-    }
+    defined, consts = _harness()
     wanted = [name for name in defined if re.search(rf"\b{name}\b", class_text)]
     # One level of their callees (spec_kv_index_token_blocks -> ..._num_token_blocks).
     for name in list(wanted):
@@ -343,16 +336,29 @@ def harness_sources(class_text: str) -> list[tuple[str, str]]:
                 wanted.append(sub.id)
     if not wanted:
         return []
+    bodies = "\n".join(ast.unparse(defined[name]) for name in wanted)
+    return [
+        (f"{consts}\n{bodies}", "the harness's copy of SGLang's " + ", ".join(wanted))
+    ]
+
+
+@functools.cache
+def _harness() -> tuple[dict[str, ast.FunctionDef], str]:
+    """:mod:`.names`' functions, and its integer constants as source: read
+    once (both sides of every class ask)."""
+    from . import names
+
+    tree = ast.parse(inspect.getsource(names))
+    defined = {
+        node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)
+    }
     consts = "\n".join(
         ast.unparse(node)
         for node in tree.body
         if isinstance(node, (ast.Assign, ast.AnnAssign))
         and _module_ints(ast.Module([node], []))
     )
-    bodies = "\n".join(ast.unparse(defined[name]) for name in wanted)
-    return [
-        (f"{consts}\n{bodies}", "the harness's copy of SGLang's " + ", ".join(wanted))
-    ]
+    return defined, consts
 
 
 def estimated_cost(params: Params) -> float:
@@ -460,15 +466,23 @@ def class_grid(
     SGLang functions it names."""
 
     def side(text: str) -> set[Threshold]:
-        functions = [(k.text, k.filename, k.functions) for k in kernels]
-        return set(
-            thresholds([(text, class_name, "")], functions, harness_sources(text))
-        )
+        return set(thresholds([(text, class_name, "")], (), harness_sources(text)))
 
+    def keys(found: set[Threshold]) -> set[tuple[int, tuple[str, ...]]]:
+        return {(t.value, t.axes) for t in found}
+
+    # The kernels run both sides: read once, and never what a rewrite changed.
+    shared = set(thresholds([], [(k.text, k.filename, k.functions) for k in kernels]))
     old, new = side(before), side(after)
-    key = {(t.value, t.axes) for t in old} ^ {(t.value, t.axes) for t in new}
-    changed = [t for t in old | new if (t.value, t.axes) in key]
-    found = sorted(old | new, key=lambda t: (t.value, t.axes, t.where))
+    one_sided = (keys(old) ^ keys(new)) - keys(shared)
+
+    def order(t: Threshold) -> tuple:
+        return (t.value, t.axes, t.where)
+
+    changed = sorted(
+        (t for t in old | new if (t.value, t.axes) in one_sided), key=order
+    )
+    found = sorted(old | new | shared, key=order)
     corners = corner_cases(found, base, windows=windows, full=full, changed=changed)
     return [*base, *corners]
 

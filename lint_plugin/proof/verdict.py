@@ -29,8 +29,9 @@ what they hand over (:class:`~.record.BackendCall` ``handoff``), 0.5.13's extra
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -250,11 +251,10 @@ def compare_records(before: Record, after: Record) -> tuple[str | None, list[str
         if xs == ys:
             continue
         differing.append(kind)
-        for n in range(max(len(xs), len(ys))):
-            x = xs[n] if n < len(xs) else None
-            y = ys[n] if n < len(ys) else None
-            if first is None and x != y:
-                first = f"{kind}[{n}] {difference(x, y)}"
+        unlike = _first_unlike(xs, ys) if first is None else None
+        if unlike is not None:
+            n, x, y = unlike
+            first = f"{kind}[{n}] {difference(x, y)}"
     if first is not None:
         equal = [k for k in KINDS if k not in differing]
         return (
@@ -300,12 +300,23 @@ def _without_sum_problem(without: Record, other: Record) -> str | None:
     mine = _relabel(without, NO_SUM, "forward")
     theirs = other.only({"forward"})
     for kind in KINDS:
-        xs, ys = getattr(theirs, kind), getattr(mine, kind)
-        for n in range(max(len(xs), len(ys))):
-            x = xs[n] if n < len(xs) else None
-            y = ys[n] if n < len(ys) else None
-            if not _covers(x, y):
-                return f"{kind}[{n}] {difference(x, y)}"
+        unlike = _first_unlike(getattr(theirs, kind), getattr(mine, kind), _covers)
+        if unlike is not None:
+            n, x, y = unlike
+            return f"{kind}[{n}] {difference(x, y)}"
+    return None
+
+
+def _first_unlike(
+    xs: Sequence, ys: Sequence, alike: Callable[[Any, Any], bool] = operator.eq
+) -> tuple[int, Any, Any] | None:
+    """The first position where two lists of records are not ``alike`` (a
+    missing record is None), with both records there; None where none is."""
+    for n in range(max(len(xs), len(ys))):
+        x = xs[n] if n < len(xs) else None
+        y = ys[n] if n < len(ys) else None
+        if not alike(x, y):
+            return n, x, y
     return None
 
 
