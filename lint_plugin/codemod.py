@@ -70,27 +70,22 @@ class DraftKvIndicesCommand(VisitorBasedCodemodCommand):
         for finding in result.applied:
             if finding.fix.applicability == "unsafe":
                 self.warn(f"{finding.row}:{finding.column}: {finding.fix.message}")
-        for warning in _undefined_imports(path, text, result, self.options):
-            self.warn(warning)
+        from lint_plugin.fix.helper_homes import refusal, unmet_needs
+
+        needs = unmet_needs(path, text, result, self.options.settings)
+        why = refusal(needs)
+        if why is not None:
+            # One file at a time, libcst.tool cannot add a definition to
+            # another module: the rewrite would leave an import that fails.
+            self.warn(why)
+            raise SkipFile(why)
+        for need in needs:
+            self.warn(
+                f"{need.home.shown} does not define {need.name}: "
+                "`draft-kv-lint fix` adds it there"
+            )
         if not result.changed:
             return tree
         from lint_plugin.fix.file_text import restore_line_endings
 
         return cst.parse_module(restore_line_endings(original, text, result.text))
-
-
-def _undefined_imports(path: str, text: str, result, options: Options) -> list[str]:
-    """One file at a time, libcst.tool cannot add a definition to another module:
-    say which names the module this file imports from lacks (``draft-kv-lint
-    fix`` adds them)."""
-    from lint_plugin.fix.helper_homes import Needs, needs_of, reported_names
-
-    needs = Needs()
-    reported = reported_names(text, result.elsewhere)
-    introduced = result.imported if result.changed else frozenset()
-    needs_of(path, result.text, introduced, reported, options.settings, needs)
-    return [
-        f"{need.home.shown} does not define {need.name}: "
-        "`draft-kv-lint fix` adds it there"
-        for need in needs.found
-    ]

@@ -126,7 +126,7 @@ def lint_text(
         return [syntax.error_finding(exc, path, text)]
     if notes is not None:
         del notes[:]  # the regions' notes, if any: the whole walk gives its own
-    return lint_tree(
+    findings = lint_tree(
         tree,
         Source(text),
         path,
@@ -134,6 +134,13 @@ def lint_text(
         settings,
         notes=notes,
     )
+    if findings and not (
+        syntax_checked() if callable(syntax_checked) else syntax_checked
+    ):
+        # It parses; what CPython's compiler refuses is an E999 still.
+        error = syntax.error_of(text, path)
+        return findings if error is None else [error]
+    return findings
 
 
 # Regions covering this share of a file's lines are parsed as the whole file.

@@ -33,8 +33,20 @@ def display_path(path: str) -> str:
 
 def missing_reason(path: str) -> str:
     if os.path.islink(path):
+        if _loops(path):
+            return f"symbolic link loop (points to {os.readlink(path)!r})"
         return f"broken symbolic link (points to {os.readlink(path)!r})"
     return "No such file or directory"
+
+
+def _loops(path: str) -> bool:
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
 
 
 # No Python source is this large; a path that is (a runaway generated file, a link
@@ -65,6 +77,8 @@ def read_with_status(
     except FileNotFoundError:
         return FileError(display_path(path), missing_reason(path)), None
     except OSError as error:
+        if os.path.islink(path) and _loops(path):
+            return FileError(display_path(path), missing_reason(path)), None
         return FileError(display_path(path), error.strerror or str(error)), None
     with handle:
         status = os.fstat(handle.fileno())

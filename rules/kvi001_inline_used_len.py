@@ -76,8 +76,11 @@ forward_batch.spec_info.kv_indices = kv_indices_buffer[i][
 ```
 
 ## Fix safety
-Safe: the helper returns exactly `seq_lens_sum * topk + bs * num_steps`, and `fix`
-proves each rewritten file the same program before writing it. Arguments keep
+Safe for what SGLang passes (Python integers): the helper returns exactly
+`seq_lens_sum * topk + bs * num_steps`, and `fix` proves each rewritten file the
+same program over integers before writing it (operands that are not integers,
+floats or tensors, are combined in the helper's order, which may round
+differently). Arguments keep
 their source text; other terms of a longer sum are kept. The call is spelled so
 that it calls the helper where it stands (an alias or the module's attribute
 where the name is taken there). Where an operand or a term between the two may

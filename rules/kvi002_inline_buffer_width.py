@@ -65,11 +65,15 @@ kv_indices = torch.empty(
 ```
 
 ## Fix safety
-Safe: the helper returns the same product; the only new behaviour is upstream's
-assertion that the width stays below 2**31, which the int32 kernel needs anyway.
-As for KVI001, the call is spelled so that it calls the helper where it stands,
-keeps the order of evaluation where a factor may have an effect, and a formula in
-an annotation has no fix.
+Safe for what SGLang passes (Python integers): the helper returns the same
+product, and `fix` proves each rewritten file the same program over integers.
+What is not the same, outside that: the helper raises `AssertionError` for a
+width of 2**31 or more (upstream's refusal: the index kernel's int32 flat offsets
+would wrap), where the inline product returned it; and operands that are not
+integers (floats, tensors) are multiplied in the helper's order, which may round
+differently. As for KVI001, the call is spelled so that it calls the helper where
+it stands, keeps the order of evaluation where a factor may have an effect, and a
+formula in an annotation has no fix.
 """,
     valid=(
         Example("w = max_bs * self.max_context_len\n"),

@@ -57,9 +57,13 @@ found as Python would import it with the tree's source root on `sys.path`: the
 root is the folder holding the file's topmost regular package (a folder with an
 `__init__.py`: `python/` in SGLang's layout, whose folders below `sglang/` are
 namespace packages), the file's own folder for a file in no package, and a
-relative import goes up from the file's own folder. A module that is not in the tree (an installed sglang, the
-bundled `lint_plugin.runtime`) is not judged, nor one that may define anything (a
-`*` import, a module `__getattr__`, a file that does not parse). An import of a
+relative import goes up from the file's own folder. A module missing from a
+package of the tree is reported too: the import's top-level package is a folder
+of the tree (sglang before 0.5.3 has no `speculative/spec_utils.py`), so the
+import can only fail. A module whose package is not in the tree (an installed
+sglang, the bundled `lint_plugin.runtime`) is not judged, nor one that may define
+anything (a `*` import, a module `__getattr__`, a `globals()` written through, a
+file that does not parse; a `globals()` only read binds nothing). An import of a
 helper from a module it is not trusted from is KVI005's, not this rule's.
 
 ## Why is this bad?
@@ -92,7 +96,10 @@ Safe: `draft-kv-lint fix` adds the missing definition to the module the import
 names, after that module's imports, in upstream's shape (the width helper's
 `2**31` refusal, the guard's message), and proves the added function computes
 exactly the helper's formula (its returned polynomial equals the formula's) and
-that nothing else in the module changed. A name nothing defines can only raise
+that nothing else in the module changed. A module missing from its package is
+created with the definitions (upstream's place: `spec_utils.py` in
+`speculative/`), when its folder exists; otherwise the files importing from it
+are left unchanged (exit 1). A name nothing defines can only raise
 `ImportError`; defining it changes no program that ran. The edit is in another
 file: JSON and SARIF carry this fix's message without edits, and the flake8
 plugin reports the finding like `check` (it reads the other module from disk,
@@ -112,8 +119,13 @@ never imports it).
                 ),
             ),
         ),
-        # Not in the tree (an installed sglang): not judged here.
-        Example(_IMPORT_BOTH, path=_BACKEND, tree=(_INIT,)),
+        # sglang not in the tree (a plugin's package, sglang installed): not
+        # judged here.
+        Example(
+            _IMPORT_BOTH,
+            path="python/myplugin/backend.py",
+            tree=(("python/myplugin/__init__.py", ""),),
+        ),
         # A module that may define anything.
         Example(
             _IMPORT_BOTH,
@@ -131,6 +143,12 @@ never imports it).
             "from .sizes import draft_kv_indices_used_len  # noqa: KVI005\n",
             path=_BACKEND,
             tree=(_INIT, ("python/sglang/srt/layers/attention/sizes.py", "")),
+        ),
+        # A namespace written through may bind the name.
+        Example(
+            _IMPORT_BOTH,
+            path=_BACKEND,
+            tree=(_INIT, (_SPEC_UTILS, "globals().update(TABLE)\n")),
         ),
     ),
     invalid=(
@@ -155,8 +173,27 @@ never imports it).
             path=_BACKEND,
             tree=(_INIT, (_UTILS, "def assert_buffer_fits_later(): ...\n")),
         ),
+        # sglang before 0.5.3: the package is here, spec_utils.py is not.
+        Example(
+            "from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len\n",
+            path=_BACKEND,
+            tree=(_INIT, ("python/sglang/srt/speculative/eagle_utils.py", "")),
+        ),
+        # A `globals()` only read binds nothing (0.5.1's eagle_utils.py).
+        Example(
+            "from sglang.srt.speculative.spec_utils import draft_kv_indices_used_len\n",
+            path=_BACKEND,
+            tree=(_INIT, (_SPEC_UTILS, 'AVAILABLE = "kernel" in globals()\n')),
+        ),
     ),
 )
+
+
+# An import from a module its package in the tree does not have.
+MISSING_MESSAGE = (
+    "`{name}` is imported from {module}, which is missing from this tree (no {shown})"
+)
+MISSING_TITLE = "Create {shown} with the definition of `{name}`"
 
 
 def undefined_home(
@@ -169,7 +206,11 @@ def undefined_home(
     if name not in HELPERS and name != GUARD:
         return None
     home = package_tree.module_home(module, level, path)
-    if home is None or home.path == os.path.abspath(path):
+    if home is None:
+        # Not a file of the tree: missing from a package that is (a tree from
+        # before the module existed), or outside it (not judged).
+        return package_tree.missing_home(module, level, path)
+    if home.path == os.path.abspath(path):
         return None
     return home if package_tree.defines(home.path, name) is False else None
 
@@ -186,10 +227,12 @@ def decide(checker: Checker) -> None:
         )
         if home is None:
             continue
-        message = RULE.message.format(
+        message = (MISSING_MESSAGE if home.missing else RULE.message).format(
             name=imported.name, module=home.module, shown=home.shown
         )
-        title = (RULE.fix_title or "").format(name=imported.name, shown=home.shown)
+        title = (MISSING_TITLE if home.missing else RULE.fix_title or "").format(
+            name=imported.name, shown=home.shown
+        )
         checker.add(
             "KVI007", checker.span(imported.alias), message, Fix("safe", title, ())
         )

@@ -287,9 +287,30 @@ def _lock(name: str):
     return FileLock(str(CACHE / f".{name}.lock"))
 
 
+# Forks of sglang before 0.5.3 published under names of their own (their
+# package is still `sglang/`, with no speculative/spec_utils.py): a "version"
+# here is the requirement.
+FORK_WHEELS = {
+    "sglang-usf==0.5.1.post6": (
+        "sglang_usf-0.5.1.post6-py3-none-any.whl",
+        "73ea999107afa6a0fd4eb18497f9b0abee6b225a19a01e347bc70716fa3a7378",
+    ),
+    "sgltmp==0.5.1.post4": (
+        "sgltmp-0.5.1.post4-py3-none-any.whl",
+        "9f816500eca11183287d8f02562b03e73fedf5db9ce1f5e3d9c049edbde91ff4",
+    ),
+}
+
+
 def wheel(version: str) -> Path:
-    """The verified wheel file of ``version``, downloaded on first use."""
-    name, sha256 = WHEELS[version]
+    """The verified wheel file of ``version`` (a release of sglang, or a fork's
+    requirement from ``FORK_WHEELS``), downloaded on first use."""
+    if version in FORK_WHEELS:
+        name, sha256 = FORK_WHEELS[version]
+        requirement = version
+    else:
+        name, sha256 = WHEELS[version]
+        requirement = f"sglang=={version}"
     path = CACHE / name
     with _lock(name):
         if not path.exists():
@@ -297,13 +318,11 @@ def wheel(version: str) -> Path:
                 sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
                 "--only-binary=:all:", "--python-version", "3.11",
                 "--platform", "manylinux_2_34_x86_64",
-                f"sglang=={version}", "-d", str(CACHE),
+                requirement, "-d", str(CACHE),
             ]  # fmt: skip
             result = subprocess.run(cmd, capture_output=True, text=True)
             if result.returncode != 0 or not path.exists():
-                raise CorpusUnavailable(
-                    f"pip download sglang=={version}: {result.stderr}"
-                )
+                raise CorpusUnavailable(f"pip download {requirement}: {result.stderr}")
         digest = _verified.get(path) or _sha256(path)
         if digest != sha256:
             path.unlink()
@@ -329,7 +348,8 @@ def tree(version: str, whole: bool = False) -> Path:
     """A folder holding ``sglang/`` of ``version`` (only attention and speculative
     unless ``whole``), unpacked once: into a folder of its own first, renamed into
     place when complete, so no reader ever sees half of it."""
-    target = CACHE / (f"{version}-whole" if whole else version)
+    folder = version.replace("==", "-")
+    target = CACHE / (f"{folder}-whole" if whole else folder)
     marker = target / ".complete"
     if marker.exists():
         return target

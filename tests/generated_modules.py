@@ -16,6 +16,12 @@ placements and side effects real modules have:
   alias, as a module, after a top-level use, only inside ``if``, from another
   module (also by ``*``), behind a ``try``/``except ImportError`` fallback (one
   whose import fails), a module-level ``def`` or assignment, ``del``;
+* the name bound or seen at run time (``DYNAMIC``): written through
+  ``globals()``, ``vars()``, a frame's ``f_globals``, a class body's
+  ``locals()``, ``setattr`` on the module, ``exec``; the helpers' module stubbed
+  in ``sys.modules`` or its attribute patched before the import; ``globals()``
+  read for the helper's name, scanned whole, or read and written for other
+  names only;
 * formulas run at import time (module level, class bodies, annotations) before
   or after an import ``fix`` may add or reuse, and a function called at import
   time;
@@ -289,8 +295,12 @@ class _Writer:
             + ["alias", "module", "late", "late", "only-if", "other", "star"]
             + ["fallback", "fallback-missing", "def", "assign", "del", "nfkc-def"]
         )
+        if rng.random() < 0.12:
+            kind = rng.choice(list(DYNAMIC))
         self.tag(f"module:{kind}")
         signature = "*args, **kwargs"
+        if kind in DYNAMIC:
+            return self.dynamic(kind, helper)
         if kind == "top":
             return kind, [f"from {HELPERS_MODULE} import {helper}"], []
         if kind == "alias":
@@ -341,6 +351,24 @@ class _Writer:
         if kind == "del":
             return kind, [f"from {HELPERS_MODULE} import {helper}"], [f"del {helper}"]
         return kind, [], []
+
+    def dynamic(self, kind: str, helper: str) -> tuple[str, list[str], list[str]]:
+        """The name bound, rebound or observed at run time (issue 45): the
+        kind, lines that go with the imports, and lines for later."""
+        other = USED if helper == WIDTH else WIDTH
+        split = f'"".join(["{helper[:6]}", "{helper[6:]}"])'
+        early, late = DYNAMIC[kind]
+        fill = {
+            "helper": helper,
+            "other": other,
+            "split": split,
+            "module": HELPERS_MODULE,
+        }
+        return (
+            kind,
+            [line.format(**fill) for line in early],
+            [line.format(**fill) for line in late],
+        )
 
     # -- what a scope does with the helpers' names --
 
@@ -453,6 +481,9 @@ class _Writer:
         if rng.random() < 0.4:
             lines.append(f"    {helper} = 3")
             self.tag("scope:class-attribute")
+        elif rng.random() < 0.1:
+            lines.append(f'    locals()["{helper}"] = max')
+            self.tag("scope:class-locals")
         targets: list[str] = []
         lines += self.statements(Place(False, walrus=False), "    ", targets)
         if rng.random() < 0.3 and not self.postponed:
@@ -522,6 +553,42 @@ class _Writer:
             body += ["", "LATE = g0()", ""]
         return "\n".join(body).rstrip("\n") + "\n", self.tags
 
+
+# Names bound, rebound or looked at while the module runs, out of sight of a
+# static reading: (lines with the imports, lines for later), formatted with the
+# helper, the other helper, the helper's name computed, and the helpers module.
+DYNAMIC = {
+    "dyn-globals": ([], ['globals()["{helper}"] = max']),
+    "dyn-computed": ([], ["globals()[{split}] = max"]),
+    "dyn-vars": ([], ['vars()["{helper}"] = min']),
+    "dyn-update": ([], ["globals().update({helper}=max)"]),
+    "dyn-setattr": (
+        ["import sys"],
+        ['setattr(sys.modules[__name__], "{helper}", max)'],
+    ),
+    "dyn-exec": ([], ['exec("def {helper}(*args, **kwargs):\\n    return -5")']),
+    "dyn-frame": (["import sys"], ['sys._getframe().f_globals["{helper}"] = max']),
+    "sys-stub": (
+        [
+            "import sys",
+            "import types",
+            'sys.modules["{module}"] = types.SimpleNamespace({other}=max)',
+            "from {module} import {other}",
+        ],
+        [],
+    ),
+    "patched": (
+        ["import {module} as _patched", "_patched.{helper} = max"],
+        ["from {module} import {helper}"],
+    ),
+    "globals-read": (['HAS_HELPER = "{helper}" in globals()'], []),
+    "globals-scan": (
+        [],
+        ["NAMES = sorted(n for n in globals() if n.startswith('draft'))"],
+    ),
+    "globals-other": (['HAS_OTHER = "unrelated_name" in globals()'], []),
+    "globals-harmless": ([], ['globals()["UNRELATED"] = 5']),
+}
 
 _EFFECTS = [
     "def bump():",

@@ -36,7 +36,16 @@ def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
     options = _options(args, plan, lambda finding: name)
     try:
         text, encoding, bom = decoded(data)
-        after = rewrite_text(text, name, options).text
+        rewrite = rewrite_text(text, name, options)
+        after = rewrite.text
+        if name != "-" and rewrite.changed:
+            # Standard input is one file: definitions its import needs in
+            # another module of the tree cannot be added from here.
+            from lint_plugin.fix.helper_homes import refusal, unmet_needs
+
+            why = refusal(unmet_needs(name, text, rewrite, options.settings))
+            if why is not None:
+                raise RewriteRefused(why)
     except (SourceError, SyntaxError, RewriteRefused) as error:
         print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
         if not args.diff:

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     import ast
 
 # A state logged for a path: "-" missing, "+" present (only existence counted),
-# else a digest of its bytes.
+# "/-" and "/+" the same for a folder, else a digest of its bytes.
 MISSING, PRESENT = "-", "+"
+NO_FOLDER, FOLDER = "/-", "/+"
 
 _recorders: list[list[tuple[str, str]]] = []
 
@@ -71,6 +72,8 @@ def state_of(path: str, kind: str) -> str:
     existence check, anything else for the bytes)."""
     if kind in (PRESENT, MISSING):
         return PRESENT if os.path.isfile(path) else MISSING
+    if kind in (FOLDER, NO_FOLDER):
+        return FOLDER if os.path.isdir(path) else NO_FOLDER
     data = _read(path)
     return MISSING if data is None else _digest(data)
 
@@ -83,6 +86,12 @@ def still_valid(log: list[tuple[str, str]]) -> bool:
 def _exists(path: str) -> bool:
     found = os.path.isfile(path)
     _note(path, PRESENT if found else MISSING)
+    return found
+
+
+def _is_folder(path: str) -> bool:
+    found = os.path.isdir(path)
+    _note(path, FOLDER if found else NO_FOLDER)
     return found
 
 
@@ -105,6 +114,20 @@ class Home:
     path: str
     shown: str
     root: str  # the folder it was resolved against (the source root)
+    # The module is missing from a package of the tree: ``path`` is where
+    # Python would look for it first (``<package>/<name>.py``).
+    missing: bool = False
+
+    @property
+    def creatable(self) -> bool:
+        """Can the missing module be made by writing ``path``: its folder is
+        there, and no folder of its name (a namespace package, which the new
+        module would hide) is?"""
+        return (
+            self.missing
+            and os.path.isdir(os.path.dirname(self.path))
+            and not os.path.isdir(self.path[: -len(".py")])
+        )
 
 
 def source_roots(importer: str) -> list[str]:
@@ -148,6 +171,43 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
             if _exists(candidate):
                 return Home(written, candidate, shown_path(candidate, importer), base)
     return None
+
+
+def missing_home(module: str | None, level: int, importer: str) -> Home | None:
+    """Where ``from <level dots><module> import`` in ``importer`` would find its
+    module when that module is missing from a package of the tree: the import's
+    top-level package (or, for a relative import, the importer's own package) is
+    a folder of the tree, and no file of the module is (``module_home`` found
+    none). None when the package is not in the tree either (an installed sglang):
+    nothing can be told of it here."""
+    parts = module.split(".") if module else []
+    if not parts:
+        return None
+    if level:
+        base = os.path.dirname(os.path.abspath(importer))
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        bases = [base]
+    else:
+        bases = [
+            b for b in source_roots(importer) if _is_folder(os.path.join(b, parts[0]))
+        ]
+        if not bases:
+            return None
+    base = bases[0]
+    stem = os.path.join(base, *parts)
+    if any(_exists(stem + suffix) for suffix in _compiled_suffixes()):
+        return None  # a module without source (sourceless .pyc, an extension)
+    candidate = stem + ".py"
+    written = "." * level + (module or "")
+    return Home(written, candidate, shown_path(candidate, importer), base, True)
+
+
+def _compiled_suffixes() -> list[str]:
+    """What Python also imports a module from, besides its source."""
+    from importlib.machinery import BYTECODE_SUFFIXES, EXTENSION_SUFFIXES
+
+    return [*BYTECODE_SUFFIXES, *EXTENSION_SUFFIXES]
 
 
 def module_text(path: str) -> str | None:
@@ -315,10 +375,12 @@ def _names_of_tree(data: bytes | str) -> frozenset[str] | None:
         if bound is None:
             return None
         names |= bound
-    for node in ast.walk(tree):
+    from lint_plugin.namespaces import with_parents
+
+    for node, parent in with_parents(tree):
         if isinstance(node, ast.Global):
             names.update(node.names)  # a function may bind it when called
-        elif _binds_any(node):
+        elif _binds_any(node, parent):
             return None
     return frozenset(names)
 
@@ -368,14 +430,16 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
 
 
-def _binds_any(node: ast.AST) -> bool:
-    """``globals()`` (the module's namespace as a dict) or
-    ``sys.modules[__name__]`` (the module itself): any name may be set."""
+def _binds_any(node: ast.AST, parent: ast.AST | None) -> bool:
+    """``globals()`` (the module's namespace as a dict) used other than to read
+    it (``"x" in globals()`` binds nothing), or ``sys.modules[__name__]`` (the
+    module itself): any name may be set."""
     import ast
 
-    if isinstance(node, ast.Call) and not node.args:
-        func = node.func
-        return isinstance(func, ast.Name) and func.id == "globals"
+    from lint_plugin.namespaces import is_globals_call, only_read
+
+    if is_globals_call(node):
+        return not only_read(node, parent)
     return (
         isinstance(node, ast.Subscript)
         and isinstance(node.value, ast.Attribute)

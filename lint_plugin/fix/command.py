@@ -3,10 +3,11 @@
 
 Exit codes: 0 nothing left to do (files may have been rewritten); 1 something would
 change (``--diff``/``--check``) or a file could not be fixed (unreadable, not a
-regular file, too large, not readable as Python source, does not parse, rewrite
-refused by the gate, not writable, a link leading outside the named paths, a
-module of the tree that could not be given the definitions its importers need);
-2 usage or internal error
+regular file, too large, not readable as Python source, does not parse or compile,
+rewrite refused by the gate, a helper's name rebound at run time, not writable,
+changed on disk by another writer while being fixed, a link leading outside the
+named paths, a module of the tree that could not be given, or created with, the
+definitions its importers need); 2 usage or internal error
 (an internal error on one file is reported for it and the others are still fixed).
 
 The gate: the bytes about to be written are decoded, parsed and proved equal to the
@@ -20,7 +21,8 @@ encoding (read as Python reads it, PEP 263: a coding cookie, a BOM, and written
 back in it), each line's ending (LF, CRLF, lone CR, or a mix) and its mode. A
 file Python would refuse for its encoding is refused. Writes go to a
 temporary file in the same folder that is renamed over the original, so a file is
-never half written.
+never half written, and only while the file still holds the bytes that were read
+and proved (:mod:`lint_plugin.fix.atomic`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class FixReport:
     crashed: int = 0
     definitions: int = 0  # added to modules of the tree (helper_homes)
     homes: int = 0
+    created: int = 0  # of the homes, modules the tree lacked
 
 
 @record
@@ -75,6 +78,8 @@ class _Fixed:
     # The ``from ... import`` statements of ``after`` (helper_homes.imports_from):
     # read from the tree the gate parsed, so planning parses nothing again.
     imports: list[tuple[str | None, int, tuple[str, ...]]] | None = None
+    # The bytes read: the file must still hold them when it is replaced.
+    data: bytes = b""
 
 
 def run_fix(
@@ -130,7 +135,12 @@ def run_fix(
         for change in ready:
             why = _outside(change.home.path, [os.path.realpath(change.home.root)])
             if why is None:
-                why = _write(change.home.path, change.encoded)
+                why = _write(
+                    change.home.path,
+                    change.encoded,
+                    change.original,
+                    create=change.created,
+                )
             if why is not None:
                 from lint_plugin.fix.helper_homes import blocked_by
 
@@ -152,7 +162,7 @@ def run_fix(
         if home is not None and home.error:
             continue  # its write failed, reported above
         if not (diff or check) and home is None:
-            why = _outside(path, allowed) or _write(path, outcome.encoded)
+            why = _outside(path, allowed) or _write(path, outcome.encoded, outcome.data)
             if why is not None:
                 print(FileError(path, why), file=err)
                 report.failed += 1
@@ -184,16 +194,21 @@ def run_fix(
         if change.error:
             continue
         report.homes += 1
+        report.created += change.created
         report.definitions += len(change.names)
         names = ", ".join(change.names)
         if diff and os.path.abspath(change.home.path) not in shown_paths:
-            _write_diff(out, change.home.shown, change.before, change.after)
-        verb = "Would add" if diff or check else "Added"
+            _write_diff(
+                out, change.home.shown, change.before, change.after, change.created
+            )
+        if change.created:
+            verb = "Would create" if diff or check else "Created"
+            what = f"{verb} {change.home.shown} with {names}"
+        else:
+            verb = "Would add" if diff or check else "Added"
+            what = f"{verb} {names} to {change.home.shown}"
         print(
-            printable(
-                f"{verb} {names} to {change.home.shown} (imported there by "
-                f"{len(change.importers)} file(s))"
-            ),
+            printable(f"{what} (imported there by {len(change.importers)} file(s))"),
             file=err,
         )
     for note in notes:
@@ -207,14 +222,17 @@ def run_fix(
     return 1 if (diff or check) and changed else 0
 
 
-def _write_diff(out: TextIO, path: str, before: str, after: str) -> None:
+def _write_diff(
+    out: TextIO, path: str, before: str, after: str, created: bool = False
+) -> None:
     from lint_plugin.fix.diff import unified_diff
 
     out.writelines(
         unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=_diff_name("a", path),
+            # A new file's diff, as git writes one (``git apply`` creates it).
+            fromfile="/dev/null" if created else _diff_name("a", path),
             tofile=_diff_name("b", path),
         )
     )
@@ -237,17 +255,23 @@ def fix_file(
     if isinstance(outcome, FileError):
         return outcome
     if write and outcome.rewrite.changed:
-        why = _outside(path, roots) or _write(path, outcome.encoded)
+        why = _outside(path, roots) or _write(path, outcome.encoded, outcome.data)
         if why is not None:
             return FileError(path, why)
     return outcome.before, outcome.after, outcome.rewrite
 
 
-def _write(path: str, encoded: bytes) -> str | None:
-    from lint_plugin.fix.atomic import write_atomic
+def _write(
+    path: str, encoded: bytes, expected: bytes | None, *, create: bool = False
+) -> str | None:
+    """Why ``path`` was not written: ``expected``, the bytes it was read as,
+    must still be there (``create``: no file must be)."""
+    from lint_plugin.fix.atomic import ChangedMeanwhile, write_atomic
 
     try:
-        write_atomic(path, encoded)
+        write_atomic(path, encoded, expected=expected, create=create)
+    except ChangedMeanwhile as exc:
+        return str(exc)
     except OSError as exc:
         return f"cannot write: {exc.strerror or exc}"
     return None
@@ -262,18 +286,22 @@ def _fix_one(
     read = read_for_fix(path)
     if isinstance(read, str):
         return FileError(path, read)
-    bom, raw, encoding = read
+    bom, raw, encoding, data = read
     # Python reads CRLF and a lone CR as LF: the engine sees LF only, and each
     # line gets its own ending back afterwards.
     text = normalised(raw)
-    if skip_inert and _inert(text):
-        from lint_plugin.fix.parsing import parse_module
+    from lint_plugin.engine.syntax import error_of
 
-        try:
-            parse_module(text)  # what the rewrite does first, with its errors
-        except SyntaxError as exc:
-            return FileError(path, f"cannot parse, left unchanged: {exc}")
+    # What CPython would refuse to compile (a parse error, and the compiler's
+    # own: `break` outside a loop, an unbound `nonlocal`) is never rewritten.
+    error = error_of(text, path)
+    if error is not None:
+        where = f"{error.row}:{error.column}: {error.message}"
+        return FileError(path, f"cannot parse, left unchanged: {where}")
+    if skip_inert and _inert(text):
         return None
+    if len(data) > MAX_FIX_BYTES:
+        return FileError(path, _too_large(len(data)))
     from lint_plugin.fix.rewrite import RewriteRefused, check_written, rewrite_text
 
     try:
@@ -284,7 +312,7 @@ def _fix_one(
         return FileError(path, f"left unchanged: {exc}")
     if not rewrite.changed:
         rewrite.parsed_original = rewrite.original_names = None
-        return _Fixed(raw, raw, rewrite, bom, b"", encoding)
+        return _Fixed(raw, raw, rewrite, bom, b"", encoding, data=data)
     after = restore_line_endings(raw, text, rewrite.text)
     try:
         encoded = (codecs.BOM_UTF8 if bom else b"") + after.encode(encoding)
@@ -304,7 +332,22 @@ def _fix_one(
 
     # Kept until every file is planned: what its imports are, not its trees.
     rewrite.parsed_original = rewrite.original_names = None
-    return _Fixed(raw, after, rewrite, bom, encoded, encoding, imports_from(tree))
+    return _Fixed(
+        raw, after, rewrite, bom, encoded, encoding, imports_from(tree), data=data
+    )
+
+
+# The rewrite holds about 320 MB of memory per MB of source it rewrites
+# (bench/bench_fix_memory.py); SGLang's largest file is 0.36 MB. A file that could
+# hold a site and is larger than this is refused rather than risk the machine.
+MAX_FIX_BYTES = 2 * 1024 * 1024
+
+
+def _too_large(size: int) -> str:
+    return (
+        f"{size:,} bytes: files over {MAX_FIX_BYTES:,} bytes are not rewritten "
+        "(the rewrite needs about 320 MB of memory per MB), left unchanged"
+    )
 
 
 def _inert(text: str) -> bool:
@@ -372,9 +415,14 @@ def _summarise(report: FixReport, dry_run: bool, err: TextIO) -> None:
             file=err,
         )
     if report.definitions:
+        created = (
+            f" ({report.created} {'to be ' if dry_run else ''}created)"
+            if report.created
+            else ""
+        )
         print(
             f"{'Would add' if dry_run else 'Added'} {report.definitions} "
-            f"definition(s) to {report.homes} file(s).",
+            f"definition(s) to {report.homes} file(s){created}.",
             file=err,
         )
     if report.failed:

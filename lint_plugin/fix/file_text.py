@@ -10,9 +10,10 @@ from lint_plugin.findings import FileError
 from lint_plugin.source_files import SourceError, decoded, read_regular_file
 
 
-def read_for_fix(path: str) -> tuple[bool, str, str] | str:
-    """``(has a BOM, text as decoded, its encoding)`` of a file ``fix`` may
-    rewrite, read as Python reads it (PEP 263), or why it cannot be read."""
+def read_for_fix(path: str) -> tuple[bool, str, str, bytes] | str:
+    """``(has a BOM, text as decoded, its encoding, the bytes read)`` of a file
+    ``fix`` may rewrite, read as Python reads it (PEP 263), or why it cannot be
+    read. The bytes are what the file must still hold when it is replaced."""
     data = read_regular_file(path)
     if isinstance(data, FileError):
         return data.reason
@@ -20,7 +21,7 @@ def read_for_fix(path: str) -> tuple[bool, str, str] | str:
         text, encoding, bom = decoded(data)
     except SourceError as exc:
         return f"cannot parse, left unchanged: {exc}"
-    return bom, text, encoding
+    return bom, text, encoding, data
 
 
 def restore_line_endings(original: str, normalized: str, new: str) -> str:

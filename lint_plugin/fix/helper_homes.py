@@ -107,6 +107,33 @@ def needs_of(
                 needs.found.append(Need(path, name, home, True))
 
 
+def unmet_needs(path: str, text: str, rewrite, settings: Settings) -> list[Need]:
+    """What one file's ``rewrite`` (of ``text``, at ``path``) imports, or its
+    KVI007 findings report, from a module of the tree that lacks it: what a
+    route rewriting one file alone (standard input, the libcst codemod) cannot
+    add, and so must refuse when the rewrite introduced it."""
+    needs = Needs()
+    introduced = rewrite.imported if rewrite.changed else frozenset()
+    reported = reported_names(text, rewrite.elsewhere)
+    needs_of(path, rewrite.text, introduced, reported, settings, needs)
+    return needs.found
+
+
+def refusal(needs: list[Need]) -> str | None:
+    """Why a rewrite made alone is not written: the names it introduced that
+    their module lacks, or is missing (None: nothing)."""
+    introduced = [n for n in needs if n.introduced]
+    if not introduced:
+        return None
+    need = introduced[0]
+    where = "missing from this tree" if need.home.missing else "lacking it"
+    return (
+        f"its rewrite imports {need.name} from {need.home.module} "
+        f"({need.home.shown}, {where}): run `draft-kv-lint fix` on the tree, "
+        "which adds the definitions with the rewrite"
+    )
+
+
 def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[str]]:
     """What ``fix`` adds where, for ``fixed`` (``(path, outcome)`` of the files
     rewritten or reported by KVI007): the changes, the files left unchanged
@@ -123,7 +150,12 @@ def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[s
             path, rewrite.text, introduced, reported, options.settings, needs, imports
         )
     rewritten = {
-        os.path.abspath(path): (outcome.bom, outcome.after, outcome.encoding)
+        os.path.abspath(path): (
+            outcome.bom,
+            outcome.after,
+            outcome.encoding,
+            outcome.data,
+        )
         for path, outcome in fixed
         if outcome.rewrite.changed
     }
@@ -132,7 +164,75 @@ def plan_homes(fixed, options) -> tuple[list[HomeChange], dict[str, str], list[s
     for change in changes:
         if change.error is not None:
             blocked.update(blocked_by(change))
+    for path, outcome in fixed:
+        why = closes_a_cycle(path, outcome)
+        if why is not None:
+            blocked.setdefault(path, why)
     return changes, blocked, outside_notes(needs.outside)
+
+
+def closes_a_cycle(path: str, outcome) -> str | None:
+    """Why the rewrite of ``path`` must not be written: a module it now imports
+    the helpers (or the guard) from at its top level, which it did not before,
+    imports ``path`` at its own top level. Importing either would then reach
+    the other half made (``cannot import name ... from partially initialized
+    module``). Only that direct cycle is read; a longer one is not."""
+    rewrite = outcome.rewrite
+    if not rewrite.changed or not rewrite.imported or outcome.imports is None:
+        return None
+    target = os.path.abspath(path)
+    before = {
+        (module, level)
+        for module, level, _ in imports_from(parse_module(normalised(outcome.before)))
+    }
+    for module, level, names in outcome.imports:
+        if (module, level) in before or not set(names) & rewrite.imported:
+            continue
+        home = module_home(module, level, path)
+        if home is None or home.path == target:
+            continue
+        if target in _top_level_imports(home.path):
+            return (
+                f"left unchanged: {home.shown} imports this module at its top "
+                "level: importing the helpers from it here would close an import "
+                "cycle"
+            )
+    return None
+
+
+def _top_level_imports(path: str) -> set[str]:
+    """The files of the tree the module at ``path`` imports while it loads (its
+    statements outside functions and classes)."""
+    from lint_plugin.engine.package_tree import module_text
+
+    text = module_text(path)
+    try:
+        tree = parse_module(text) if text is not None else None
+    except SyntaxError:
+        tree = None
+    if tree is None:
+        return set()
+    found = set()
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Import):
+            targets = [(alias.name, 0) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            prefix = f"{node.module}." if node.module else ""
+            targets = [(node.module, node.level)] if node.module else []
+            targets += [(prefix + alias.name, node.level) for alias in node.names]
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                pending.extend(getattr(node, field, []))
+            continue
+        for module, level in targets:
+            home = module_home(module, level, path)
+            if home is not None:
+                found.add(home.path)
+    return found
 
 
 def blocked_by(change: HomeChange) -> dict[str, str]:
@@ -176,15 +276,19 @@ class HomeChange:
     after: str = ""
     encoded: bytes = b""
     error: str | None = None
+    original: bytes | None = None  # the bytes read: still there when replaced
+    created: bool = False  # the module was missing: a new file
 
 
 def plan(
-    needs: list[Need], rewritten: dict[str, tuple[bool, str, str]]
+    needs: list[Need], rewritten: dict[str, tuple[bool, str, str, bytes]]
 ) -> list[HomeChange]:
     """One change per module lacking names. ``rewritten`` maps an absolute path
     to the BOM flag, text and encoding this run's rewrite of that file will
-    write: a module both rewritten and given definitions gets them in that text,
-    and every module is written back in its own encoding (PEP 263)."""
+    write, and the bytes it was read as: a module both rewritten and given
+    definitions gets them in that text, and every module is written back in its
+    own encoding (PEP 263). A module missing from its package is created
+    (:data:`NEW_MODULE` and the definitions), when its folder is there."""
     from lint_plugin.fix.file_text import read_for_fix, restore_line_endings
 
     by_home: dict[str, HomeChange] = {}
@@ -199,12 +303,32 @@ def plan(
     changes = []
     for path, change in by_home.items():
         change.names.sort(key=ORDER.index)
-        read = rewritten.get(path) or read_for_fix(path)
+        if change.home.missing and not os.path.lexists(path):
+            if not change.home.creatable:
+                names = ", ".join(change.names)
+                folder = os.path.dirname(change.home.shown) or "."
+                why = (
+                    "a folder of that name is there (a namespace package)"
+                    if os.path.isdir(path[: -len(".py")])
+                    else f"its folder {folder} does not exist"
+                )
+                change.error = f"cannot create it to define {names}: {why}"
+                changes.append(change)
+                continue
+            read: tuple[bool, str, str, bytes | None] | str = (
+                False,
+                NEW_MODULE,
+                "utf-8",
+                None,
+            )
+            change.created = True
+        else:
+            read = rewritten.get(path) or read_for_fix(path)
         if isinstance(read, str):
             change.error = read
             changes.append(change)
             continue
-        bom, raw, encoding = read
+        bom, raw, encoding, change.original = read
         text = normalised(raw)
         try:
             parse_module(text)
@@ -214,7 +338,9 @@ def plan(
             )
             changes.append(change)
             continue
-        missing = [n for n in change.names if defines(path, n, text) is False]
+        missing = [
+            n for n in change.names if change.created or defines(path, n, text) is False
+        ]
         if not missing:
             continue
         change.names = missing
@@ -225,7 +351,7 @@ def plan(
             change.error = f"cannot add {', '.join(missing)}, left unchanged: {exc}"
             changes.append(change)
             continue
-        change.before = raw
+        change.before = "" if change.created else raw
         change.after = restore_line_endings(raw, text, new_text)
         try:
             encoded = change.after.encode(encoding)
@@ -239,6 +365,17 @@ def plan(
         change.encoded = (codecs.BOM_UTF8 if bom else b"") + encoded
         changes.append(change)
     return changes
+
+
+# The text a module created for its definitions starts from (they follow it).
+NEW_MODULE = '''"""Sizes of the speculative-decoding draft buffers, and their guard.
+
+Created by `draft-kv-lint fix`: this tree imports these names from here and had
+no such module (sglang before 0.5.3 has no speculative/spec_utils.py). Each
+function is upstream sglang's definition (0.5.13), proven to compute the formula
+its callers replaced.
+"""
+'''
 
 
 class DefinitionRefused(Exception):

@@ -41,6 +41,8 @@ from lint_plugin.fix.spelling import Site, Spelling, Unspellable, plan
 from lint_plugin.linter import lint_source
 from lint_plugin.noqa.directives import apply_noqa
 
+_HELPERS = (USED_LEN, BUFFER_WIDTH)
+
 
 class RewriteRefused(Exception):
     """A rewrite could not be shown equal to the original: nothing is written."""
@@ -373,12 +375,13 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> ast.Modu
             check_added(core, final, list(rewrite.defined))
         except (DefinitionRefused, SyntaxError) as exc:
             raise RewriteRefused(f"rewrite refused: {exc}") from None
+    guard_module = rewrite.guard_module or options.guard_module or DEFAULT_GUARD_MODULE
     try:
-        return verify(
+        written = verify(
             reference,
             final,
             options.helpers_module,
-            rewrite.guard_module or options.guard_module or DEFAULT_GUARD_MODULE,
+            guard_module,
             reference_tree=tree,
             hypothetical=bool(rewrite.unsafe_edits),
             reference_names=names,
@@ -388,6 +391,39 @@ def check_written(original: str, rewrite: Rewrite, options: Options) -> ast.Modu
         )
     except NotEqual as exc:
         raise RewriteRefused(f"rewrite refused: {exc}") from None
+    modules = {options.helpers_module, guard_module}
+    modules |= {module for module, _ in rewrite.owner_imports}
+    parsed = rewrite.parsed_original
+    original_tree = (
+        parsed[1] if parsed and parsed[0] == original else parse_module(original)
+    )
+    _refuse_rebinding(original_tree, written, rewrite, modules)
+    return written
+
+
+def _refuse_rebinding(
+    original: ast.Module, written: ast.Module, rewrite: Rewrite, modules: set[str]
+) -> None:
+    """The gate's premise: the names the rewrite calls are bound as the file's
+    statements say. A file that can rebind one at run time is refused
+    (:mod:`lint_plugin.fix.dynamic_names`), naming the line of the
+    ``original`` (the names are those ``written`` imports them as)."""
+    from lint_plugin.fix.dynamic_names import rebinding
+
+    names = set(rewrite.imported) | set(rewrite.defined) | set(_HELPERS)
+    for node in written.body:
+        # The names the helpers are imported as (an alias, their module).
+        if isinstance(node, ast.ImportFrom) and node.module in modules:
+            names |= {a.asname or a.name for a in node.names if a.name in names}
+        elif isinstance(node, ast.Import):
+            names |= {
+                a.asname or a.name.split(".")[0]
+                for a in node.names
+                if a.name in modules
+            }
+    found = rebinding(original, names, modules)
+    if found is not None:
+        raise RewriteRefused(f"rewrite refused: {found}, which fix cannot follow")
 
 
 # More nesting than this in one expression is not worth another pass; what is left

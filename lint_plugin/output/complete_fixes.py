@@ -10,6 +10,12 @@ they would a hand edit. Each fix stays complete on its own, as ruff's are: two f
 needing the same import carry the same insertion, and a consumer applying every
 edit applies identical edits once (ruff's own fix loop does the same).
 
+A fix whose helper (or guard) the tree does not define where the import would
+name it (the module lacks it, or is missing from its package: a tree before
+0.5.3) carries no edits: applied alone it would leave an import that fails.
+Its message says so; ``draft-kv-lint fix`` adds the definitions with the
+rewrite.
+
 Only the output path pays for this (an ``ast`` parse of files with fixable
 findings); ``check``'s text output never does.
 """
@@ -21,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from lint_plugin.engine.settings import DEFAULT_HELPERS_MODULE
-from lint_plugin.engine.vocabulary import HELPERS
+from lint_plugin.engine.vocabulary import GUARD, HELPERS
 from lint_plugin.findings import Edit, Finding
 from lint_plugin.records import replace
 
@@ -29,6 +35,7 @@ from lint_plugin.records import replace
 # default helpers module, and a call of either helper in a fix's text.
 HELPERS_MODULE = DEFAULT_HELPERS_MODULE
 _HELPER_CALL = re.compile(rf"\b({'|'.join(map(re.escape, HELPERS))})\(")
+_GUARD_CALL = re.compile(rf"\b{GUARD}\(")
 
 
 def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:
@@ -63,17 +70,16 @@ def complete(
     sources: Mapping[str, bytes],
     module: str = HELPERS_MODULE,
 ) -> list[Finding]:
-    """``findings`` with the import edit added to each fix that needs one."""
+    """``findings`` with the import edits added to each fix that needs them,
+    or without edits where the tree lacks what the import would name."""
     texts: dict[str, str | None] = {}
     completed = []
     for finding in findings:
         fix = finding.fix
-        helpers = (
-            [n for e in fix.edits for n in _HELPER_CALL.findall(e.content)]
-            if fix is not None
-            else []
-        )
-        if not helpers or finding.path not in sources:
+        contents = [e.content for e in fix.edits] if fix is not None else []
+        helpers = [n for c in contents for n in _HELPER_CALL.findall(c)]
+        guarded = any(_GUARD_CALL.search(c) for c in contents)
+        if not (helpers or guarded) or finding.path not in sources:
             completed.append(finding)
             continue
         if finding.path not in texts:
@@ -82,12 +88,49 @@ def complete(
             except UnicodeDecodeError:
                 texts[finding.path] = None
         text = texts[finding.path]
+        if text is None:
+            completed.append(finding)
+            continue
         try:
-            extra = import_edits(text, helpers, module) if text is not None else []
+            tree = ast.parse(text)
         except SyntaxError:
-            extra = []
+            completed.append(finding)
+            continue
+        wanted = [(module, helpers)] if helpers else []
+        if guarded:
+            from lint_plugin.fix.guard_home import guard_module_for
+
+            wanted.append((guard_module_for(tree, finding.path), [GUARD]))
+        lacking = _lacking(finding.path, wanted)
+        if lacking is not None:
+            fix = replace(
+                fix,
+                edits=(),
+                message=f"{fix.message} (not applicable alone: {lacking})",
+            )
+            completed.append(replace(finding, fix=fix))
+            continue
+        extra = [e for m, names in wanted for e in import_edits(text, names, m)]
         if extra:
             fix = replace(fix, edits=(*fix.edits, *extra))
             finding = replace(finding, fix=fix)
         completed.append(finding)
     return completed
+
+
+def _lacking(path: str, wanted: list[tuple[str, list[str]]]) -> str | None:
+    """What the tree lacks for ``path`` to import ``wanted`` (module, names),
+    or None."""
+    from lint_plugin.rules.kvi007_undefined_helper import undefined_home
+
+    for module, names in wanted:
+        for name in names:
+            home = undefined_home(name, module, 0, True, path)
+            if home is None:
+                continue
+            where = "missing from this tree" if home.missing else "does not define it"
+            return (
+                f"{module} ({home.shown}) {where}; `draft-kv-lint fix` adds "
+                f"{name} there with the rewrite"
+            )
+    return None

@@ -110,7 +110,7 @@ def test_warm_run_answers_like_a_cold_run_without_the_engine(
 
 def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
     """Nor the byte test's vocabulary: the cache answers for the file (whose
-    region is a small part of it: checked cold, its syntax check runs too)."""
+    region is a small part of it)."""
     (tmp_path / "a.py").write_text(KVI001 + "".join(f"x{i} = {i}\n" for i in range(40)))
     monkeypatch.chdir(tmp_path)
     body = "from lint_plugin.cli import main\n_result = main(['check', 'a.py'])"
@@ -121,7 +121,6 @@ def test_warm_run_imports_no_parser(tmp_path, monkeypatch) -> None:
         "lint_plugin.engine.analysis",
         "lint_plugin.engine.vocabulary",
         "lint_plugin.roles",
-        "symtable",
     )
     cold, status = imported_by(body, watch, cwd=tmp_path)
     assert (sorted(cold), status) == (sorted(watch), "1")

@@ -2,7 +2,8 @@
 SGLang's repository (``python/sglang/...``, the wheel's own ``__init__.py``
 files), fixed with the command a maintainer runs, then every helper (and guard)
 a fixed backend imports is defined in the tree where the import says (read by
-``ast``; nothing is imported) and ``check`` reports nothing."""
+``ast``; nothing is imported) and ``check`` reports nothing. Also trees from before the helpers' module existed (0.5.2 and
+two forks), where fix creates it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from corpus import ATTENTION, BACKENDS, CONTRACT_SITES, SPECULATIVE, wheel
+from corpus import (
+    ATTENTION,
+    BACKENDS,
+    CONTRACT_SITES,
+    SPECULATIVE,
+    available,
+    tree,
+    wheel,
+)
 
 from lint_plugin.cli import main
 from lint_plugin.engine.formulas import HELPER_SLOTS
@@ -174,3 +183,137 @@ def test_kvi006_on_0523_imports_the_guard_from_where_0523_defines_it(
     assert main(["check", *flags[:1], "python"]) == 0
     assert main(["fix", *flags, "python/sglang/srt/layers/attention"]) == 0
     assert capsys.readouterr().err.endswith("Nothing to fix.\n")
+
+
+# --- trees from before the helpers' module existed (issue 45) ----------------------
+#
+# sglang's speculative/spec_utils.py first appears in 0.5.3: a tree of 0.5.2 (or a
+# fork of it) has no module to import the helpers from. fix must create it (in
+# upstream's place, sglang.srt.speculative.spec_utils) and give the guard's module
+# its definition. Judged with a resolver of this test's own (files and top-level
+# bindings read with ast, nothing of lint_plugin asked), the definitions run from
+# the text written, check on the result, and a second run. The trees: 0.5.2's
+# wheel as installed (sglang/ at the root) and as a repository keeps it
+# (python/sglang/, the layout of forks on GitHub), and two forks published under
+# their own names (tests/corpus.py FORK_WHEELS).
+
+# (the release or fork's requirement, the folder the package sits in)
+LAYOUTS = [
+    ("0.5.2", ""),
+    ("0.5.2", "python"),
+    ("sglang-usf==0.5.1.post6", ""),
+    ("sgltmp==0.5.1.post4", ""),
+]
+
+
+def _copy(version: str, under: str, root: Path) -> Path:
+    source = available(tree, version, True) / "sglang"
+    target = root / under / "sglang" if under else root / "sglang"
+    shutil.copytree(source, target)
+    return target.parent
+
+
+def _snapshot(root: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in root.rglob("*.py")}
+
+
+def _top_level_names(module: Path) -> set[str]:
+    """What a module binds at its top level, its ``if``/``try`` bodies included."""
+    names: set[str] = set()
+    pending = list(ast.parse(module.read_bytes()).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try)):
+            pending += node.body + node.orelse + getattr(node, "finalbody", [])
+    return names
+
+
+def _unresolved(root: Path, path: Path) -> list[str]:
+    """The helpers and guard ``path`` imports that its tree does not define."""
+    problems = []
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if not (isinstance(node, ast.ImportFrom) and node.module and not node.level):
+            continue
+        wanted = [a.name for a in node.names if a.name in NAMES]
+        if not wanted or node.module.split(".")[0] != "sglang":
+            continue
+        stem = root.joinpath(*node.module.split("."))
+        module = stem / "__init__.py"
+        if not module.is_file():
+            module = stem.with_suffix(".py")
+        if not module.is_file():
+            problems.append(f"{path}: {node.module} does not exist")
+            continue
+        for name in set(wanted) - _top_level_names(module):
+            problems.append(f"{path}: {node.module} does not define {name}")
+    return problems
+
+
+def _definition(module: Path, name: str):
+    """The function ``name`` of ``module``, made from its text alone (the rest
+    of the module needs torch)."""
+    text = module.read_text()
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            namespace: dict = {}
+            exec(compile(ast.Module([node], []), str(module), "exec"), namespace)
+            return namespace[name]
+    raise AssertionError(f"{module} has no {name}")
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize(("version", "under"), LAYOUTS)
+def test_fix_on_a_tree_without_spec_utils_leaves_imports_that_resolve(
+    version: str, under: str, unsafe: bool, tmp_path: Path, capsys
+) -> None:
+    root = _copy(version, under, tmp_path)
+    srt = root / "sglang" / "srt"
+    spec_utils = srt / "speculative" / "spec_utils.py"
+    assert not spec_utils.exists() and spec_utils.parent.is_dir()
+    flags = ["--unsafe-fixes"] if unsafe else []
+    before = _snapshot(root)
+
+    status = main(["fix", "--no-config", *flags, str(srt)])
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert f"Created {spec_utils} with draft_kv_indices_buffer_width" in err
+    after = _snapshot(root)
+    written = [p for p in after if before.get(p) != after[p]]
+    rewritten = [p for p in written if p != spec_utils]
+    assert len(rewritten) >= 4, written  # the four multi-step draft backends
+    for path in written:
+        compile(path.read_bytes(), str(path), "exec")
+        assert _unresolved(root, path) == []
+
+    used = _definition(spec_utils, "draft_kv_indices_used_len")
+    width = _definition(spec_utils, "draft_kv_indices_buffer_width")
+    assert used(10, 2, 6, 3) == 10 * 2 + 6 * 3
+    assert width(4, 2, 100) == 800
+    with pytest.raises(AssertionError):
+        width(2**16, 2**8, 2**7)
+    if unsafe:
+        guard_home = srt / "layers" / "attention" / "utils.py"
+        assert guard_home in written
+        guard = _definition(guard_home, "assert_buffer_fits")
+        guard(3, 3, "kv_indices")
+        with pytest.raises(AssertionError, match="used 4 > capacity 3"):
+            guard(4, 3, "kv_indices")
+
+    main(["check", "--no-config", "--no-cache", str(srt)])
+    out = capsys.readouterr().out
+    fixed = ("KVI001", "KVI002", "KVI007") + (
+        ("KVI003", "KVI004", "KVI005", "KVI006") if unsafe else ()
+    )
+    left = [line for line in out.splitlines() if any(f": {c} " in line for c in fixed)]
+    assert left == []
+
+    status = main(["fix", "--no-config", *flags, str(srt)])
+    err = capsys.readouterr().err
+    assert (status, err) == (0, "Nothing to fix.\n")
+    assert _snapshot(root) == after

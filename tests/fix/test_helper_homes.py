@@ -115,14 +115,105 @@ def test_a_broken_import_alone_is_fixed_by_kvi007(tmp_path, capsys) -> None:
 
 
 def test_a_module_outside_the_tree_gets_nothing_and_is_named(tmp_path, capsys):
-    tree(tmp_path, spec_utils=None)
-    status, _, err = fix(tmp_path, capsys)
+    # A plugin's own package: sglang is installed, not in the tree.
+    backend = tmp_path / "myplugin" / "backend.py"
+    backend.parent.mkdir()
+    (backend.parent / "__init__.py").write_text("")
+    backend.write_text(INLINE)
+    status = main(["fix", "--no-config", str(backend)])
+    err = capsys.readouterr().err
     assert status == 0
     assert (
         "note: draft_kv_indices_buffer_width, draft_kv_indices_used_len must come "
         "from sglang.srt.speculative.spec_utils, which is not in the tree being fixed"
     ) in err
+    assert not (tmp_path / "sglang").exists()
+
+
+def test_a_missing_module_is_created_in_its_package(tmp_path, capsys) -> None:
+    # sglang before 0.5.3: speculative/ is there, spec_utils.py is not.
+    tree(tmp_path, spec_utils=None)
+    (tmp_path / SPEC_UTILS).parent.mkdir(parents=True)
+    (tmp_path / SPEC_UTILS).with_name("eagle_utils.py").write_text("X = 1\n")
+    status, _, err = fix(tmp_path, capsys)
+    assert status == 0, err
+    assert (
+        f"Created {tmp_path / SPEC_UTILS} with draft_kv_indices_buffer_width, "
+        "draft_kv_indices_used_len (imported there by 1 file(s))"
+    ) in err
+    assert "Added 2 definition(s) to 1 file(s) (1 created)." in err
+    assert imports_resolve(tmp_path, tmp_path / BACKEND)
+    namespace: dict = {}
+    exec(
+        compile((tmp_path / SPEC_UTILS).read_text(), "spec_utils.py", "exec"), namespace
+    )
+    assert namespace["draft_kv_indices_used_len"](10, 2, 6, 3) == 10 * 2 + 6 * 3
+    assert main(["check", "--no-config", str(tmp_path / "python")]) == 0
+    capsys.readouterr()
+    status, _, err = fix(tmp_path, capsys)
+    assert (status, err) == (0, "Nothing to fix.\n")
+
+
+@pytest.mark.parametrize(
+    "present",
+    ["spec_utils.pyc", "spec_utils.cpython-311-x86_64-linux-gnu.so", "spec_utils.so"],
+)
+def test_a_module_without_source_is_not_missing(tmp_path, capsys, present) -> None:
+    """Python imports a sourceless or compiled module: nothing is created over
+    it, and KVI007 does not call it missing."""
+    tree(tmp_path, spec_utils=None)
+    (tmp_path / SPEC_UTILS).parent.mkdir(parents=True)
+    (tmp_path / SPEC_UTILS).with_name(present).write_bytes(b"\0")
+    status, _, err = fix(tmp_path, capsys)
+    assert status == 0, err
     assert not (tmp_path / SPEC_UTILS).exists()
+    assert main(["check", "--no-config", "--select", "KVI007", str(tmp_path)]) == 0
+
+
+def test_a_namespace_folder_of_the_modules_name_is_not_shadowed(tmp_path, capsys):
+    tree(tmp_path, spec_utils=None)
+    folder = (tmp_path / SPEC_UTILS).with_suffix("")
+    folder.mkdir(parents=True)
+    (folder / "extra.py").write_text("X = 1\n")
+    status, _, err = fix(tmp_path, capsys)
+    assert status == 1
+    assert "a folder of that name is there (a namespace package)" in err
+    assert not (tmp_path / SPEC_UTILS).exists()
+    assert (tmp_path / BACKEND).read_text() == INLINE
+
+
+def test_an_import_that_closes_a_cycle_is_refused(tmp_path, capsys) -> None:
+    """The helpers' module imports the rewritten module before it defines the
+    helpers: a module-level import of them there would fail while both load."""
+    spec = (
+        "from sglang.srt.layers.attention import foo_backend\n\n\n"
+        + definitions.DEFINITIONS["draft_kv_indices_used_len"]
+        + "\n\n"
+        + definitions.DEFINITIONS["draft_kv_indices_buffer_width"]
+    )
+    tree(tmp_path, spec_utils=spec)
+    status, _, err = fix(tmp_path, capsys)
+    assert status == 1
+    assert (
+        f"{tmp_path / BACKEND}: error: left unchanged: {tmp_path / SPEC_UTILS} "
+        "imports this module at its top level: importing the helpers from it here "
+        "would close an import cycle"
+    ) in err
+    assert (tmp_path / BACKEND).read_text() == INLINE
+
+
+def test_a_missing_module_whose_folder_is_missing_is_refused(tmp_path, capsys):
+    tree(tmp_path, spec_utils=None)
+    status, _, err = fix(tmp_path, capsys)
+    assert status == 1
+    assert (
+        f"{tmp_path / SPEC_UTILS}: error: cannot create it to define "
+        "draft_kv_indices_buffer_width, draft_kv_indices_used_len: its folder "
+        f"{(tmp_path / SPEC_UTILS).parent} does not exist"
+    ) in err
+    assert f"{tmp_path / BACKEND}: error: left unchanged: its rewrite imports" in err
+    assert (tmp_path / BACKEND).read_text() == INLINE
+    assert not (tmp_path / SPEC_UTILS).parent.exists()
 
 
 def test_the_bundled_runtime_needs_no_note(tmp_path, capsys) -> None:
@@ -149,10 +240,10 @@ def test_a_module_that_cannot_be_written_leaves_its_importers_alone(
 
     real = fix_module.write_atomic
 
-    def failing(path, data):
+    def failing(path, data, **kwargs):
         if path.endswith("spec_utils.py"):
             raise PermissionError(13, "Permission denied")
-        real(path, data)
+        real(path, data, **kwargs)
 
     monkeypatch.setattr(fix_module, "write_atomic", failing)
     tree(tmp_path)

@@ -37,6 +37,7 @@ LAYERS = (
         "install_origin",
         "envelope",
         "contracts",
+        "namespaces",
     ),
     ("algebra",),
     ("engine",),

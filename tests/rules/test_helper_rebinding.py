@@ -401,7 +401,9 @@ def test_the_helpers_module_defines_the_helpers_and_trusts_them() -> None:
         module=f"def {W}(num_seqs, topk, max_context_len):\n"
         "    return _checked(num_seqs * topk * max_context_len)",
     ).replace(
-        f"from {HELPERS} import annotations", "from __future__ import annotations"
+        # Not `from __future__`: below `import torch` CPython refuses it (E999).
+        f"from {HELPERS} import annotations",
+        "import os",
     )
     path = "sglang/srt/speculative/spec_utils.py"
     notes: list = []

@@ -72,9 +72,33 @@ def test_a_tree_whose_helpers_module_lacks_the_names(tmp_path, capsys) -> None:
 
 
 def test_a_module_outside_the_tree_is_not_judged(tmp_path, capsys) -> None:
-    layout(tmp_path, spec_utils=None)
+    # A plugin's own package: sglang itself is installed, not in the tree.
+    backend = tmp_path / "python/myplugin/backend.py"
+    backend.parent.mkdir(parents=True)
+    (backend.parent / "__init__.py").write_text("")
+    backend.write_text(IMPORTS)
     status, out = check(tmp_path, capsys)
     assert (status, kvi007(out)) == (0, [])
+
+
+@pytest.mark.parametrize("folder", [True, False], ids=["folder", "no-folder"])
+def test_a_module_missing_from_its_package_is_reported(
+    tmp_path, capsys, folder
+) -> None:
+    # sglang before 0.5.3: the package is in the tree, spec_utils.py is not.
+    layout(tmp_path, spec_utils=None)
+    if folder:
+        (tmp_path / SPEC_UTILS).parent.mkdir(parents=True)
+    status, out = check(tmp_path, capsys)
+    assert (status, kvi007(out)) == (
+        1,
+        [(2, "draft_kv_indices_buffer_width"), (3, "draft_kv_indices_used_len")],
+    )
+    assert (
+        "`draft_kv_indices_used_len` is imported from "
+        "sglang.srt.speculative.spec_utils, which is missing from this tree (no "
+        f"{tmp_path / SPEC_UTILS})"
+    ) in out
 
 
 def test_ignored_like_any_rule(tmp_path, capsys) -> None:
@@ -114,14 +138,19 @@ def test_the_cache_sees_the_other_module_change(
     monkeypatch.delenv("DRAFT_KV_LINT_NO_CACHE", raising=False)
     cache = ["--cache-dir", str(tmp_path / "cache")]
     spec_utils = tmp_path / SPEC_UTILS
+    missing = "which is missing from this tree"
     if change == "create":
         layout(tmp_path, spec_utils=None)
-        before, after = 0, 2
+        before, after = (2, True), (2, False)
+    elif change == "delete":
+        layout(tmp_path)
+        before, after = (2, False), (2, True)
     else:
         layout(tmp_path)
-        before, after = 2, 0
+        before, after = (2, False), (0, False)
     for _ in range(2):  # the second run answers from the cache
-        assert len(kvi007(check(tmp_path, capsys, *cache)[1])) == before
+        out = check(tmp_path, capsys, *cache)[1]
+        assert (len(kvi007(out)), missing in out) == before
     if change == "define":
         spec_utils.write_text("\n\n".join(["import torch", WIDTH, USED]))
     elif change == "create":
@@ -133,7 +162,8 @@ def test_the_cache_sees_the_other_module_change(
         # sglang/ no longer a package: the root is the backend's own folder.
         (tmp_path / "python/sglang/__init__.py").unlink()
     for _ in range(2):
-        assert len(kvi007(check(tmp_path, capsys, *cache)[1])) == after
+        out = check(tmp_path, capsys, *cache)[1]
+        assert (len(kvi007(out)), missing in out) == after
     assert any((tmp_path / "cache").rglob("*")), "the cache was used"
 
 
