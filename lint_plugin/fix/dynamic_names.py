@@ -19,13 +19,22 @@ the packages above them):
   harmless, a computed one is not. A read sees the names the rewrite's import
   binds (``"draft_kv_indices_used_len" in globals()`` turns true): harmless
   only where it asks for another constant key; ``dir()`` lists them all;
-* an attribute of that name assigned or deleted on anything, ``setattr`` or
-  ``delattr`` naming it, and either with a computed name on a module
-  (``sys.modules[...]``, an imported module, ``importlib.import_module(...)``);
+  Namespaces: ``globals()``, ``vars()``, ``locals()``, a frame's ``f_globals``
+  or ``f_locals``, a function's ``__globals__``, a module's ``__dict__``;
+* an attribute of that name assigned or deleted on anything, ``setattr``,
+  ``delattr`` or ``__setattr__`` naming it, and either with a computed name on
+  a module that matters: this one (``sys.modules[__name__]``, kept in a
+  variable or not), the helpers' modules and the packages above them, or one
+  looked up by a computed name (``getattr(torch, name)`` is not refused);
+  ``hasattr``/``getattr``/``dir`` of such a module read what the import binds;
 * a ``sys.modules`` entry for one of the modules set, removed or replaced
   (or any entry, when the key is computed), and ``sys.modules`` itself handed on;
-* ``exec``/``eval`` of code that names one of the names or reaches a namespace,
-  and of computed code run in the module's own namespace.
+* ``exec``/``eval`` (also ``builtins.exec``, or either handed on under another
+  name) of code that names one of the names or reaches a namespace, and of
+  computed code run in the module's own namespace.
+
+Code elsewhere that patches the rewritten module (``import backend;
+backend.draft_kv_indices_used_len = f``) is not read: only this file is.
 
 Nothing is run: only the ``ast`` is read.
 """
