@@ -13,10 +13,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-# Methods of a dict that never change it.
-READ_METHODS = frozenset(
-    {"get", "keys", "items", "values", "copy", "__contains__", "__getitem__"}
-)
+# Methods of a dict that read one key, and all that never change it.
+KEY_READ_METHODS = frozenset({"get", "__contains__", "__getitem__"})
+READ_METHODS = KEY_READ_METHODS | {"keys", "items", "values", "copy"}
 # Builtins that only read the dict they are given (a copy, a count, a text).
 READERS = frozenset(
     {"len", "dict", "list", "sorted", "set", "tuple", "frozenset", "iter", "repr"}

@@ -153,12 +153,9 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
     names, or None when no such file is in the tree."""
     parts = module.split(".") if module else []
     if level:
-        base = os.path.dirname(os.path.abspath(importer))
-        for _ in range(level - 1):
-            base = os.path.dirname(base)
         if not parts:
             return None  # `from . import name`: name may be a submodule
-        bases = [base]
+        bases = [_relative_base(level, importer)]
     else:
         if not parts:
             return None
@@ -173,6 +170,14 @@ def module_home(module: str | None, level: int, importer: str) -> Home | None:
     return None
 
 
+def _relative_base(level: int, importer: str) -> str:
+    """The folder ``from <level dots>`` in ``importer`` starts from."""
+    base = os.path.dirname(os.path.abspath(importer))
+    for _ in range(level - 1):
+        base = os.path.dirname(base)
+    return base
+
+
 def missing_home(module: str | None, level: int, importer: str) -> Home | None:
     """Where ``from <level dots><module> import`` in ``importer`` would find its
     module when that module is missing from a package of the tree: the import's
@@ -184,10 +189,7 @@ def missing_home(module: str | None, level: int, importer: str) -> Home | None:
     if not parts:
         return None
     if level:
-        base = os.path.dirname(os.path.abspath(importer))
-        for _ in range(level - 1):
-            base = os.path.dirname(base)
-        bases = [base]
+        bases = [_relative_base(level, importer)]
     else:
         bases = [
             b for b in source_roots(importer) if _is_folder(os.path.join(b, parts[0]))

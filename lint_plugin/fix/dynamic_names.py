@@ -44,7 +44,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from lint_plugin.namespaces import is_globals_call, only_read, with_parents
+from lint_plugin.namespaces import (
+    KEY_READ_METHODS,
+    is_globals_call,
+    only_read,
+    with_parents,
+)
 
 # Words whose presence in code handed to exec/eval may reach a namespace.
 _REACHING = frozenset(
@@ -123,11 +128,12 @@ class _File:
         # the module ``from stubpkg import spec_utils`` finds.
         self.module_leaves = frozenset(m.rsplit(".", 1)[-1] for m in modules)
         self.module_names, self.sys_names, self.sys_modules = _imports(tree, modules)
-        self.module_names |= self.assigned_modules(tree)
+        self.follow_assigned_modules(tree)
 
-    def assigned_modules(self, tree: ast.Module) -> frozenset[str]:
-        """Names assigned a module object (``mod = sys.modules[__name__]``,
-        ``importlib.import_module(...)``), followed through chains of them."""
+    def follow_assigned_modules(self, tree: ast.Module) -> None:
+        """Add to ``module_names`` the names assigned a module object (``mod =
+        sys.modules[__name__]``, ``importlib.import_module(...)``), followed
+        through chains of them."""
         found: set[str] = set()
         while True:
             before = len(found)
@@ -144,7 +150,7 @@ class _File:
                             found.add(target.id)
             self.module_names = self.module_names | found
             if len(found) == before:
-                return frozenset(found)
+                return
 
     def rebinds(self, node: ast.AST, parent: ast.AST | None) -> str | None:
         if self.is_namespace(node):
@@ -287,11 +293,7 @@ class _File:
                 if operands[index + 1] is node and isinstance(op, (ast.In, ast.NotIn)):
                     return _constant_text(operands[index])
             return None
-        if isinstance(parent, ast.Attribute) and parent.attr in (
-            "get",
-            "__contains__",
-            "__getitem__",
-        ):
+        if isinstance(parent, ast.Attribute) and parent.attr in KEY_READ_METHODS:
             call = self.parents.get(id(parent))
             if isinstance(call, ast.Call) and call.func is parent and call.args:
                 return _constant_text(call.args[0])

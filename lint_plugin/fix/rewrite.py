@@ -413,7 +413,8 @@ def _refuse_rebinding(
     names = set(rewrite.imported) | set(rewrite.defined) | set(_HELPERS)
     for node in written.body:
         # The names the helpers are imported as (an alias, their module).
-        if isinstance(node, ast.ImportFrom) and node.module in modules:
+        if isinstance(node, ast.ImportFrom):
+            # From any module: a relative import of the helpers' module too.
             names |= {a.asname or a.name for a in node.names if a.name in names}
         elif isinstance(node, ast.Import):
             names |= {

@@ -38,17 +38,20 @@ _HELPER_CALL = re.compile(rf"\b({'|'.join(map(re.escape, HELPERS))})\(")
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")
 
 
-def import_edits(text: str, helpers: Sequence[str], module: str) -> list[Edit]:
+def import_edits(
+    text: str, helpers: Sequence[str], module: str, tree: ast.Module | None = None
+) -> list[Edit]:
     """The lines importing ``helpers`` from ``module`` that ``text`` lacks, where
     ``fix`` puts that import: the header's names decide what is bound, and
     ``fix``'s own placement (isort's order beside the module's or its package's
     imports, else after the last import, else after the docstring) which
     statement the import goes before. (``fix`` merges into an existing import
-    of the module; a consumer's edit is a line of its own next to it.)"""
+    of the module; a consumer's edit is a line of its own next to it.)
+    ``tree``: ``text`` already parsed."""
     from lint_plugin.fix.edits import header_statements
     from lint_plugin.fix.imports.by_text import bound_names, import_position
 
-    last, header = header_statements(ast.parse(text))
+    last, header = header_statements(tree or ast.parse(text))
     wanted = sorted({h for h in helpers if h not in bound_names(header)})
     if not wanted:
         return []
@@ -72,7 +75,8 @@ def complete(
 ) -> list[Finding]:
     """``findings`` with the import edits added to each fix that needs them,
     or without edits where the tree lacks what the import would name."""
-    texts: dict[str, str | None] = {}
+    # Each file decoded and parsed once, whatever its number of findings.
+    parsed: dict[str, tuple[str, ast.Module] | None] = {}
     completed = []
     for finding in findings:
         fix = finding.fix
@@ -82,20 +86,12 @@ def complete(
         if not (helpers or guarded) or finding.path not in sources:
             completed.append(finding)
             continue
-        if finding.path not in texts:
-            try:
-                texts[finding.path] = sources[finding.path].decode("utf-8-sig")
-            except UnicodeDecodeError:
-                texts[finding.path] = None
-        text = texts[finding.path]
-        if text is None:
+        if finding.path not in parsed:
+            parsed[finding.path] = _parsed(sources[finding.path])
+        if parsed[finding.path] is None:
             completed.append(finding)
             continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            completed.append(finding)
-            continue
+        text, tree = parsed[finding.path]
         wanted = [(module, helpers)] if helpers else []
         if guarded:
             from lint_plugin.fix.guard_home import guard_module_for
@@ -110,12 +106,20 @@ def complete(
             )
             completed.append(replace(finding, fix=fix))
             continue
-        extra = [e for m, names in wanted for e in import_edits(text, names, m)]
+        extra = [e for m, names in wanted for e in import_edits(text, names, m, tree)]
         if extra:
             fix = replace(fix, edits=(*fix.edits, *extra))
             finding = replace(finding, fix=fix)
         completed.append(finding)
     return completed
+
+
+def _parsed(data: bytes) -> tuple[str, ast.Module] | None:
+    try:
+        text = data.decode("utf-8-sig")
+        return text, ast.parse(text)
+    except (UnicodeDecodeError, SyntaxError):
+        return None
 
 
 def _lacking(path: str, wanted: list[tuple[str, list[str]]]) -> str | None:
