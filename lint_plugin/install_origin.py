@@ -17,6 +17,11 @@ from __future__ import annotations
 
 DISTRIBUTION = "draft-kv-lint"
 
+# The versions an extra is tested with, named in every hint beside it: a bare
+# ``torch`` has pip fetch the newest build, several GB of CUDA wheels, untested.
+# ``.ci/run`` installs exactly these (tests/proof/test_install_origin.py).
+PINNED = {"proof": ("torch==2.13.0", "triton==3.9.0")}
+
 
 def _direct_url() -> dict | None:
     """The installed distribution's record. A source checkout on ``sys.path``
@@ -50,9 +55,15 @@ def install_command(extra: str, origin: dict | None = None) -> str | None:
     """A ``pip install`` line that adds ``extra`` to this installation, or None
     when nothing is known (no metadata). ``origin``: a ``direct_url.json``'s
     content (default: this installation's own)."""
+    command = _origin_command(extra, _direct_url() if origin is None else origin)
+    if command is None:
+        return None
+    return " ".join([command, *PINNED.get(extra, ())])
+
+
+def _origin_command(extra: str, origin: dict | None) -> str | None:
     import shlex
 
-    origin = _direct_url() if origin is None else origin
     url = (origin or {}).get("url", "")
     vcs = (origin or {}).get("vcs_info", {})
     if vcs.get("vcs") == "git" and vcs.get("commit_id"):
@@ -70,4 +81,14 @@ def install_command(extra: str, origin: dict | None = None) -> str | None:
     requirements = _extra_requirements(extra)
     if not requirements:
         return None
-    return "pip install " + " ".join(shlex.quote(r) for r in requirements)
+    # The pins added after this name torch and triton: no range of them here.
+    pinned = {pin.split("==")[0] for pin in PINNED.get(extra, ())}
+    kept = [r for r in requirements if _name(r) not in pinned]
+    return " ".join(["pip install", *(shlex.quote(r) for r in kept)])
+
+
+def _name(requirement: str) -> str:
+    """A requirement's project name (``torch>=2.1`` -> ``torch``)."""
+    import re
+
+    return re.split(r"[\s<>=!~\[;(]", requirement, maxsplit=1)[0].lower()

@@ -68,9 +68,17 @@ def run() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        os._exit(CLOSED_PIPE)  # the reader went away: nothing left to say
     except BaseException:
         sys.exit(code)
     os._exit(code)
+
+
+# The status when the reader closes the pipe (``fix --diff | head``): what was
+# printed was a finding or a diff, and what the rest would have said is not
+# known, so "found something" (1), quietly, as Python's documentation advises.
+CLOSED_PIPE = 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -113,8 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`| head`): nothing more to say, and Python must not
         # complain again while flushing stdout at exit.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        return 2
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE
     except Exception as error:  # the last line of defence: no traceback for users
         print_error(f"internal error: {type(error).__name__}: {error}")
         return 2

@@ -8,11 +8,14 @@ import os
 import sys
 
 from lint_plugin.cli.common import (
+    CACHE_OPTIONS,
     QUICK_COMMON,
+    STDIN_FILENAME,
     Plan,
     load_plan,
     print_file_errors,
     print_warning,
+    reads_stdin,
     run_cache,
     run_settings,
 )
@@ -141,11 +144,7 @@ def _check_stdin(args: argparse.Namespace, plan: Plan) -> CheckResult:
 def run_check(args: argparse.Namespace) -> int:
     from lint_plugin.check.pipeline import check_files
 
-    stdin = args.paths == ["-"]
-    if "-" in args.paths and not stdin:
-        raise UsageError("`-` (standard input) must be the only PATH")
-    if args.stdin_filename and not stdin:
-        raise UsageError("--stdin-filename needs the PATH `-`")
+    stdin = reads_stdin(args)
     if args.fix or args.diff:
         from lint_plugin.cli.fix import fix_stdin, run_fix_command
 
@@ -346,30 +345,8 @@ QUICK = Command(
             help="colour the text formats (auto: on a terminal, unless NO_COLOR is "
             "set)",
         ),
-        switch(
-            ("--no-cache",),
-            "no_cache",
-            help="check every file again and store nothing (env: "
-            "DRAFT_KV_LINT_NO_CACHE)",
-            group="cache",
-        ),
-        Option(
-            ("--cache-dir",),
-            "cache_dir",
-            VALUE,
-            help="where answers for unchanged files are kept (default: "
-            ".draft_kv_lint_cache in the project root; env: DRAFT_KV_LINT_CACHE_DIR)",
-            metavar="DIR",
-            group="cache",
-        ),
-        Option(
-            ("--stdin-filename",),
-            "stdin_filename",
-            VALUE,
-            help="with PATH `-`: read the source from standard input and report it "
-            "(and resolve its configuration) as NAME",
-            metavar="NAME",
-        ),
+        *CACHE_OPTIONS,
+        STDIN_FILENAME,
         switch(
             ("--fix",),
             "fix",

@@ -90,8 +90,10 @@ QUICK_COMMON = (
         ("--config",),
         "config",
         VALUE,
-        help="use this pyproject.toml or .draft-kv-lint.toml for every file "
-        "instead of each file's nearest one",
+        help="use this file for every file instead of each file's nearest "
+        "configuration: a [tool.draft-kv-lint] table (pyproject.toml), else its "
+        "top-level keys (as .draft-kv-lint.toml); a file that sets nothing is an "
+        "error",
         metavar="PATH",
         group="configuration",
     ),
@@ -137,6 +139,46 @@ QUICK_COMMON = (
         group=_FILES,
     ),
 )
+
+
+# The cache and standard input: the same for ``check`` and ``fix`` (``fix`` reads
+# check's answers first, so a tree with nothing to fix costs what check costs).
+CACHE_OPTIONS = (
+    switch(
+        ("--no-cache",),
+        "no_cache",
+        help="check every file again and store nothing (env: DRAFT_KV_LINT_NO_CACHE)",
+        group="cache",
+    ),
+    Option(
+        ("--cache-dir",),
+        "cache_dir",
+        VALUE,
+        help="where answers for unchanged files are kept (default: "
+        ".draft_kv_lint_cache in the project root; env: DRAFT_KV_LINT_CACHE_DIR)",
+        metavar="DIR",
+        group="cache",
+    ),
+)
+STDIN_FILENAME = Option(
+    ("--stdin-filename",),
+    "stdin_filename",
+    VALUE,
+    help="with PATH `-`: read the source from standard input and report it "
+    "(and resolve its configuration) as NAME",
+    metavar="NAME",
+)
+
+
+def reads_stdin(args: argparse.Namespace) -> bool:
+    """Is standard input the one file of this run (the PATH ``-``)? A ``-``
+    among other paths, or ``--stdin-filename`` without it, is a usage error."""
+    stdin = args.paths == ["-"]
+    if "-" in args.paths and not stdin:
+        raise UsageError("`-` (standard input) must be the only PATH")
+    if args.stdin_filename and not stdin:
+        raise UsageError("--stdin-filename needs the PATH `-`")
+    return stdin
 
 
 @record
@@ -206,7 +248,7 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
         Config,
         ConfigError,
         ConfigResolver,
-        load_config,
+        load_named_config,
     )
     from lint_plugin.findings import FileError
 
@@ -216,7 +258,7 @@ def load_plan(args: argparse.Namespace, *, discover_files: bool = True) -> Plan:
         if args.no_config:
             fixed = Config(root=os.path.abspath("."))
         elif args.config:
-            fixed = load_config(args.config, memo)
+            fixed = load_named_config(args.config, memo)
     except ConfigError as error:
         raise _config_error(error) from None
     resolver = ConfigResolver(fixed, memo)

@@ -7,10 +7,14 @@ from __future__ import annotations
 import sys
 
 from lint_plugin.cli.common import (
+    CACHE_OPTIONS,
     QUICK_COMMON,
+    STDIN_FILENAME,
     Plan,
     configured_guard_module,
     load_plan,
+    reads_stdin,
+    run_cache,
     run_settings,
 )
 from lint_plugin.cli.quick import Command, switch
@@ -23,8 +27,9 @@ if TYPE_CHECKING:  # for annotations only: the rewriter is imported when fix run
 
 
 def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
-    """``check --fix -``: the fixed source on stdout (an editor replaces its buffer
-    with it), the original when nothing could be fixed; ``--diff``: the diff."""
+    """``fix -`` (and ``check --fix -``): the fixed source on stdout (an editor
+    replaces its buffer with it), the original when nothing could be fixed;
+    ``--diff``: the diff; ``--check``: nothing, exit 1 when it would change."""
     from lint_plugin.findings import FileError
     from lint_plugin.fix.diff import unified_diff
     from lint_plugin.fix.rewrite import RewriteRefused, rewrite_text
@@ -51,6 +56,8 @@ def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
         if not args.diff:
             sys.stdout.buffer.write(data)
         return 1
+    if getattr(args, "check", False):
+        return 1 if after != text else 0
     if args.diff:
         sys.stdout.writelines(
             unified_diff(
@@ -84,6 +91,9 @@ def add_fix_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_fix_command(args: argparse.Namespace) -> int:
+    if reads_stdin(args):
+        args.paths = [args.stdin_filename or "."]
+        return fix_stdin(args, load_plan(args, discover_files=False))
     # Imported here: libcst is the codemod's business, never check's.
     from lint_plugin.fix.command import run_fix
 
@@ -92,7 +102,7 @@ def run_fix_command(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
     options = _options(args, plan, lambda finding: finding.path)
     status = run_fix(
-        plan.files,
+        _worth_reading(args, plan, options),
         options,
         diff=args.diff,
         check=args.check,
@@ -101,6 +111,28 @@ def run_fix_command(args: argparse.Namespace) -> int:
     if plan.unusable:
         return 2  # a configuration could not be used: its files were not fixed
     return max(status, 1 if plan.errors else 0)
+
+
+def _worth_reading(args: argparse.Namespace, plan: Plan, options: Options) -> list[str]:
+    """The files the rewriter must read: those ``check`` (its byte test, then its
+    cache, then the engine) finds a fix of this run in, or a syntax error (fix
+    says it leaves them), or could not read or check (fix says why). Any other
+    file holds nothing fix would change, so a tree with nothing to fix costs
+    what ``check`` costs, and a warm cache makes both cheap."""
+    from lint_plugin.check.pipeline import check_files
+    from lint_plugin.findings import SYNTAX_ERROR_CODE
+
+    settings = options.settings  # the rewrite's: the same findings, the same key
+    result = check_files(
+        plan.files, plan.selection, settings, run_cache(args, plan, settings)
+    )
+    wanted = {error.path for error in (*result.errors, *result.crashes)}
+    for report in result.reports:
+        if any(
+            f.code == SYNTAX_ERROR_CODE or options.applies(f) for f in report.findings
+        ):
+            wanted.add(report.path)
+    return [path for path in plan.files if path in wanted]
 
 
 def _options(args: argparse.Namespace, plan: Plan, path_of) -> Options:
@@ -140,6 +172,8 @@ QUICK = Command(
             "unsafe_fixes",
             help="also apply fixes that change allocations (KVI003)",
         ),
+        *CACHE_OPTIONS,
+        STDIN_FILENAME,
     ),
     run_fix_command,
     exclusive=(("diff", "check"),),

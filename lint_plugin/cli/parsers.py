@@ -57,7 +57,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog=PROG,
         description="Keep SGLang's EAGLE draft-decode kv_indices buffers sized.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument(
+        "-V", "--version", action="version", version=f"{PROG} {__version__}"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", prog=PROG)
     first = argv[0] if argv else None
     for name in (first,) if first in COMMANDS else COMMANDS:

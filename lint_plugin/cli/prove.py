@@ -9,8 +9,15 @@ import argparse
 def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "prove",
-        help="prove a rewrite changed no number (needs the [proof] extra)",
+        help="prove a rewrite changed no number (runs the classes' code; needs "
+        "the [proof] extra)",
         description=(
+            "prove RUNS the code it proves: each changed class, and the kernel, "
+            "is compiled from its file and executed in this process, driven with "
+            "stand-ins (check, fix and the flake8 plugin never import, run or "
+            "eval analysed code). Run it only on code you would run yourself: "
+            "never in a CI job on a pull request from a fork, whose code it would "
+            "run with the job's token; check is the gate there. "
             "Run the differential harness on every *MultiStepDraftBackend class "
             "that differs between --base REV and the working tree (or between two "
             "files OLD NEW), on a fixed grid and the corners its own code holds "

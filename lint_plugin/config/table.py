@@ -256,23 +256,58 @@ MemoFolder = Callable[[str], "str | None"]
 def load_config(path: str, memo: MemoFolder | None = None) -> Config:
     """Read ``path``; without our table it gives the defaults, rooted at its folder.
     ``memo``: where the parsed table is kept between runs (``config.memo``)."""
+    data = _read(path)
+    if os.path.basename(path) == OWN_FILENAME:
+        return parse_table(_parse_toml(data, path), path)
+    table = _table(path, data, memo)
+    if table is None:
+        return Config(path=path, root=os.path.dirname(os.path.abspath(path)))
+    return parse_table(table, path)
+
+
+def load_named_config(path: str, memo: MemoFolder | None = None) -> Config:
+    """``--config PATH``: the file it is given is read whatever its name, in
+    either shape: a ``[tool.draft-kv-lint]`` table (a ``pyproject.toml``), else
+    its top-level keys (a ``ruff.toml``-style file, ``.draft-kv-lint.toml``).
+    A file that would set nothing is a ``ConfigError``: the user named it to be
+    used, and silently running on the defaults would be no gate."""
+    data = _read(path)
+    table = _table(path, data, memo)
+    if table is not None:
+        return parse_table(table, path)
+    document = _parse_toml(data, path)
+    if not document or set(document) & _PYPROJECT_KEYS:
+        raise ConfigError(
+            f"{path}: --config: no [tool.{TABLE}] table and no top-level "
+            f"{TABLE} keys: nothing in it would be used"
+        )
+    return parse_table(document, path)
+
+
+def _read(path: str) -> bytes:
     data = read_regular_file(path, CONFIG_LIMIT)
     if isinstance(data, FileError):
         raise ConfigError(f"{path}: cannot read: {data.reason}")
-    root = os.path.dirname(os.path.abspath(path))
-    if os.path.basename(path) == OWN_FILENAME:
-        return parse_table(_parse_toml(data, path), path)
+    return data
+
+
+def _table(path: str, data: bytes, memo: MemoFolder | None) -> object:
+    """The ``[tool.draft-kv-lint]`` table of ``data``, None when there is none
+    (TOML parsed only when the bytes show its header)."""
     if not has_table(data):
-        return Config(path=path, root=root)
+        return None
     from lint_plugin.config.memo import parsed
 
-    folder = memo(root) if memo is not None else None
-    table = parsed(
+    folder = memo(os.path.dirname(os.path.abspath(path))) if memo else None
+    # None also where the header regex matched inside a string, say.
+    return parsed(
         data, folder, lambda: _parse_toml(data, path).get("tool", {}).get(TABLE)
     )
-    if table is None:  # the header regex matched inside a string, say
-        return Config(path=path, root=root)
-    return parse_table(table, path)
+
+
+# Top-level keys of a pyproject.toml, never of ours: a file holding them and no
+# table of ours is a pyproject that does not configure us.
+_PYPROJECT_KEYS = frozenset({"tool", "project", "build-system", "dependency-groups"})
 
 
 class ConfigResolver:

@@ -35,3 +35,11 @@ class Options:
     def settings(self) -> Settings:
         """The engine's settings for this run (every pass of fix uses them)."""
         return Settings(self.helpers_module, self.guard_module or DEFAULT_GUARD_MODULE)
+
+    def applies(self, finding: Finding) -> bool:
+        """Would this run apply ``finding``'s fix (it is selected, and safe or
+        ``--unsafe-fixes`` given)? ``check`` and the rewrite ask alike."""
+        fix = finding.fix
+        if fix is None or not self.selected(finding):
+            return False
+        return fix.applicability == "safe" or self.unsafe_fixes

@@ -454,9 +454,7 @@ def _applicable_findings(
     return unsuppressed, [
         f
         for f in unsuppressed
-        if options.selected(f)
-        and _applicable(f, options)
-        and (first_round or f.fix.applicability == "safe")
+        if options.applies(f) and (first_round or f.fix.applicability == "safe")
     ]
 
 
@@ -558,13 +556,6 @@ def _needing_format(text: str, rows: list[tuple[int, int]]) -> list[tuple[int, i
         or first - 1 >= len(lines)
         or len(lines[first - 1]) > LINE_LENGTH
     ]
-
-
-def _applicable(finding: Finding, options: Options) -> bool:
-    fix = finding.fix
-    if fix is None:
-        return False
-    return fix.applicability == "safe" or options.unsafe_fixes
 
 
 _GUARD_CALL = re.compile(rf"\b{GUARD}\(")

@@ -131,32 +131,76 @@ def test_a_usage_error_prints_the_subcommands_usage(tree, run, argv, usage):
         ["check", "a.py", "-"],
         ["check", "--stdin-filename", "x.py", "a.py"],
         ["check", "--add-noqa", "--fix"],
+        ["fix", "a.py", "-"],
+        ["fix", "--stdin-filename", "x.py", "a.py"],
     ],
 )
 def test_contradictory_options_are_usage_errors(tree, run, argv):
     result = run(*argv)
     assert result.status == 2
     lines = result.err.splitlines()
-    assert lines[0].startswith("usage: draft-kv-lint check ")
-    assert lines[-1].startswith("draft-kv-lint check: error: ")
+    assert lines[0].startswith(f"usage: draft-kv-lint {argv[0]} ")
+    assert lines[-1].startswith(f"draft-kv-lint {argv[0]}: error: ")
 
 
-def test_stdin_fix_prints_the_fixed_source(tree, run, monkeypatch):
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(capsys, flag):
+    from lint_plugin import __version__
+    from lint_plugin.cli import main
+
+    assert main([flag]) == 0
+    assert capsys.readouterr().out == f"draft-kv-lint {__version__}\n"
+
+
+FIXING = pytest.mark.parametrize(
+    "command", [("check", "--fix"), ("fix",)], ids=["check --fix", "fix"]
+)
+
+
+@FIXING
+def test_stdin_fix_prints_the_fixed_source(tree, run, monkeypatch, command):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(REAL.encode())))
-    result = run("check", "--fix", "--stdin-filename", "pkg/backend.py", "-")
+    result = run(*command, "--stdin-filename", "pkg/backend.py", "-")
     assert result.status == 0
     assert "return draft_kv_indices_used_len(seq_lens_sum, self.topk, bs, i + 1)" in (
         result.out
     )
     assert "from sglang.srt.speculative.spec_utils import" in result.out
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(REAL.encode())))
-    diff = run("check", "--diff", "-")
+    diff = run(command[0], "--diff", "-")
     assert diff.status == 1 and diff.out.startswith("--- a/-\n+++ b/-\n")
 
 
-def test_stdin_fix_of_a_broken_source_echoes_it_and_exits_1(tree, run, monkeypatch):
+def test_fix_check_of_stdin_prints_nothing_and_says_by_its_status(
+    tree, run, monkeypatch
+):
+    for source, status in ((REAL, 1), ("x = 1\n", 0)):
+        stdin = io.TextIOWrapper(io.BytesIO(source.encode()))
+        monkeypatch.setattr(sys, "stdin", stdin)
+        result = run("fix", "--check", "--stdin-filename", "pkg/backend.py", "-")
+        assert (result.status, result.out) == (status, "")
+
+
+@FIXING
+def test_stdin_fix_of_a_broken_source_echoes_it_and_exits_1(
+    tree, run, monkeypatch, command
+):
     broken = REAL + "def f(:\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(broken.encode())))
-    result = run("check", "--fix", "-")
+    result = run(*command, "-")
     assert (result.status, result.out) == (1, broken)
     assert result.err.startswith("-: error: left unchanged: ")
+
+
+def test_prove_help_says_it_runs_the_code_it_proves(capsys):
+    """``Fix safety`` says nothing analysed is executed by check, fix or flake8;
+    prove does execute it, and its help says so before anything else."""
+    from lint_plugin.cli import main
+
+    assert main(["prove", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    description = help_text.split("[PATH ...] ", 1)[1]
+    assert description.startswith("prove RUNS the code it proves")
+    assert "never in a CI job on a pull request from a fork" in description
+    assert main(["--help"]) == 0
+    assert "runs the classes' code" in " ".join(capsys.readouterr().out.split())

@@ -73,6 +73,49 @@ def test_config_option_applies_one_file_to_all(nested, run, fake_engine):
     assert {line.split()[1] for line in findings(result)} == {"KVI002"}
 
 
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("kvi.toml", 'select = ["KVI002"]\n'),  # ruff.toml's shape, any name
+        ("ci.toml", '[tool.draft-kv-lint]\nselect = ["KVI002"]\n'),
+        (
+            "pyproject.toml",
+            '[project]\nname = "x"\n[tool.draft-kv-lint]\nselect = ["KVI002"]\n',
+        ),
+        (".draft-kv-lint.toml", 'select = ["KVI002"]\n'),
+    ],
+)
+def test_config_option_reads_either_shape_whatever_the_name(
+    nested, run, fake_engine, name, body
+):
+    write(nested / "conf" / name, body)
+    result = run("check", "--config", f"conf/{name}", "python", "c.py")
+    assert result.status == 1
+    assert {line.split()[1] for line in findings(result)} == {"KVI002"}
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("pyproject.toml", '[project]\nname = "x"\n'),  # no table of ours
+        ("kvi.toml", ""),
+        ("kvi.toml", "# only a comment\n"),
+        ("ruff.toml", "[tool.ruff]\nline-length = 88\n"),
+    ],
+)
+def test_config_option_naming_a_file_that_sets_nothing_is_an_error(
+    nested, run, fake_engine, name, body
+):
+    write(nested / "conf" / name, body)
+    result = run("check", "--config", f"conf/{name}", "python", "c.py")
+    assert result.status == 2
+    assert result.out == ""
+    assert result.err == (
+        f"draft-kv-lint: error: conf/{name}: --config: no [tool.draft-kv-lint] "
+        "table and no top-level draft-kv-lint keys: nothing in it would be used\n"
+    )
+
+
 def test_show_settings_names_the_file_that_applies(nested, run, fake_engine):
     result = run("check", "--show-settings", "python/sglang/a.py")
     assert result.status == 0

@@ -207,8 +207,6 @@ def test_a_used_directive_for_the_launch_rule_is_kept(tmp_path, capsys, flags):
     "text",
     [
         b"import os\n\n\ndef f(x):\n    return os.path.join(x, 'a')\n",
-        b"def f(:\n    return 1\n",  # no rule can match it, and it does not parse
-        b"x = (" * 2000 + b")" * 2000 + b"\n",  # nested too deeply to parse
         b"x = 1  # noqa: KVI001\n",  # a directive of ours: the rewriter decides
         b"x = 1  # NoQA: kvi002, E501\n",
         b"# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n",
@@ -240,6 +238,40 @@ def test_files_no_rule_can_match_are_fixed_as_the_rewriter_would(
         assert read_for_fix(str(path))[1] == after
         if after == before:
             assert path.read_bytes() == text  # byte for byte
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"def f(:\n    return 1\n",
+        b"x = (" * 2000 + b")" * 2000 + b"\n",  # nested too deeply to parse
+        b"def f():\n    break\n",  # what only CPython's compiler refuses
+    ],
+    ids=["syntax", "nested", "compiler"],
+)
+def test_a_file_no_rule_can_match_is_not_parsed_by_fix_as_by_check(
+    tmp_path: Path, capsys, text: bytes
+) -> None:
+    """The byte test comes first in ``fix`` as in ``check``: a file that cannot
+    hold a site is not parsed, so its syntax errors are left to ruff or flake8
+    by both (exit 0, nothing said, not a byte written), while the same error in a
+    file with a finding is E999 in ``check`` and a refusal in ``fix``."""
+    path = write(tmp_path / "a.py", text)
+    assert main(["check", "--no-config", "--no-cache", str(path)]) == 0
+    assert main(["fix", "--no-config", "--no-cache", str(path)]) == 0
+    assert "a.py" not in capsys.readouterr().err
+    assert path.read_bytes() == text
+
+    site = (
+        b"def f(self, seq_lens_sum, bs, i):\n"
+        b"    return seq_lens_sum * self.topk + bs * (i + 1)\n\n\n"
+    )
+    path.write_bytes(site + text)
+    assert main(["check", "--no-config", "--no-cache", str(path)]) == 1
+    assert "E999" in capsys.readouterr().out
+    assert main(["fix", "--no-config", "--no-cache", str(path)]) == 1
+    assert "cannot parse, left unchanged" in capsys.readouterr().err
+    assert path.read_bytes() == site + text
 
 
 def test_a_run_over_files_no_rule_can_match_imports_no_rewriter(tmp_path) -> None:

@@ -3,9 +3,11 @@ for each origin pip records (PEP 610's ``direct_url.json``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from lint_plugin.install_origin import install_command
+from lint_plugin.install_origin import PINNED, install_command
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -51,7 +53,17 @@ SHA = "0123456789abcdef0123456789abcdef01234567"
     ],
 )
 def test_the_command_names_the_same_origin(origin: dict, command: str) -> None:
-    assert install_command("proof", origin) == command
+    assert install_command("proof", origin) == f"{command} {PINS}"
+
+
+PINS = "torch==2.13.0 triton==3.9.0"
+
+
+def test_the_pins_are_what_ci_installs() -> None:
+    """The hint names the versions the suite proves with, as ``.ci/run`` has them."""
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
+    assert " ".join(PINNED["proof"]) == PINS
+    assert f"{PINS} &&" in ci
 
 
 @pytest.mark.parametrize(
@@ -73,6 +85,7 @@ def test_otherwise_the_extras_own_requirements(origin: dict) -> None:
         if 'extra == "proof"' in req
     ]
     assert {"torch", "triton", "numpy"} <= {req.split(">")[0] for req in wanted}
-    assert command == "pip install " + " ".join(
-        f"'{r}'" if ">" in r else r for r in wanted
+    others = [r for r in wanted if r.split(">")[0] not in ("torch", "triton")]
+    assert command == " ".join(
+        ["pip install", *(f"'{r}'" if ">" in r else r for r in others), PINS]
     )
