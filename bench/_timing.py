@@ -445,7 +445,7 @@ def print_table(
 
 
 def print_markdown(rows: Sequence[Row], titles: dict[str, str]) -> None:
-    """The README's table, from this run."""
+    """docs/benchmarks.md's table, from this run."""
     print("| case | ratio (pairs min-max) | goal | met? | tree PSS ours / theirs |")
     print("|---|---|---|---|---|")
     for row in rows:

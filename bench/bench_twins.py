@@ -81,7 +81,7 @@ sys.exit(run())
 @dataclass(frozen=True)
 class Twin:
     key: str
-    name: str  # the twin, as the README names it
+    name: str  # the twin, as bench/README.md names it
     switch: str  # how the obvious version is made, in words
     patch: str  # Python run in the child before ``lint_plugin.cli`` is imported
 
@@ -461,7 +461,7 @@ def _counts(counts: _instructions.Counts | None, which: str) -> str:
 
 
 def print_markdown(results: Sequence[Result]) -> None:
-    """The README's table, from this run."""
+    """bench/README.md's table of the twins, from this run."""
     print(
         "| twin | case | main: twin / obvious (ratio) | tree: twin / obvious "
         "(ratio) | wall twin/obvious (pairs) | verdict |"

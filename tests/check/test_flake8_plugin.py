@@ -291,7 +291,7 @@ def test_flake8_and_check_agree_on_names_python_folds(
     line: str, tmp_path: Path, capsys
 ) -> None:
     """Both front ends read words as written, so they agree on a name spelled
-    with characters Python folds to ASCII (the README says neither matches it)."""
+    with characters Python folds to ASCII (docs/sglang.md says neither matches it)."""
     from lint_plugin.cli import main
 
     path = tmp_path / "nfkc.py"

@@ -1,4 +1,7 @@
-"""The README is what a newcomer follows: its rule table, commands and CI line."""
+"""The README is what a newcomer follows: its rule table, commands and CI line.
+
+The snippets it (or a docs page) marks ``<!-- readme-test: NAME -->`` are run as
+written, wherever they are (``user_docs`` gathers them from README.md and docs/)."""
 
 from __future__ import annotations
 
@@ -8,18 +11,24 @@ import sys
 from pathlib import Path
 
 import pytest
+import user_docs
 
 from lint_plugin.rules import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+PAGES = {page: page.read_text() for page in user_docs.pages()}
 SAFETY = {"safe": "safe", "unsafe": "unsafe", None: "none"}
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
 def test_rule_table_row_matches_the_catalogue(code: str) -> None:
     rule = RULES[code]
-    row = next(line for line in README.splitlines() if line.startswith(f"| [{code}]"))
+    rows = [line for line in README.splitlines() if line.startswith(f"| [{code}]")]
+    assert len(rows) == 1, rows
+    (row,) = rows
+    # The README's table is the one: no docs page holds a second copy to drift.
+    assert not user_docs.lines_starting(f"| [{code}]")[1:]
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1] == f"`{rule.name}`"
     assert cells[-1] == SAFETY[rule.fix_safety]
@@ -35,13 +44,24 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert ci == commands[1]
 
 
+def test_the_readme_says_which_version_it_describes() -> None:
+    import lint_plugin
+
+    said = re.findall(
+        r"describes draft-kv-lint (\S+) \(`lint_plugin.__version__`\)", README
+    )
+    assert said == [lint_plugin.__version__]
+
+
 def test_the_readme_says_what_the_tests_download() -> None:
     """The count is the pinned list's; the size is measured on the wheels when
     they are here (any corpus run leaves them), to the megabyte as written."""
     from corpus import CACHE, WHEELS
 
-    said = re.search(r"(\d+) of them, every\s+release.*?(\d+) MB in all", README, re.S)
-    assert said, "the README's download sentence moved"
+    sentence = r"(\d+) of them, every\s+release.*?(\d+) MB in all"
+    where = [page for page, text in PAGES.items() if re.search(sentence, text, re.S)]
+    assert len(where) == 1, f"the download sentence should be on one page: {where}"
+    said = re.search(sentence, PAGES[where[0]], re.S)
     assert int(said[1]) == len(WHEELS)
     paths = [CACHE / name for name, _ in WHEELS.values()]
     if all(path.exists() for path in paths):
@@ -51,11 +71,17 @@ def test_the_readme_says_what_the_tests_download() -> None:
 
 # --- SGLang's layout, end to end: the README's snippets, copied as they are -----------
 
-SNIPPET = re.compile(
-    r"<!-- readme-test: (?P<name>\S+) -->\n```\w*\n(?P<body>.*?)```", re.S
-)
-SNIPPETS = {m["name"]: m["body"] for m in SNIPPET.finditer(README)}
+FOUND = user_docs.snippets()
+SNIPPETS = {name: bodies[0][1] for name, bodies in FOUND.items()}
 ATTENTION = Path("python/sglang/srt/layers/attention")
+
+
+def test_every_snippet_is_written_once() -> None:
+    """Each marker marks a fenced block, and no snippet is written twice (a test
+    would run one copy while the other drifts)."""
+    assert sum(len(bodies) for bodies in FOUND.values()) == user_docs.markers()
+    where = {name: [str(page) for page, _ in bodies] for name, bodies in FOUND.items()}
+    assert all(len(pages) == 1 for pages in where.values()), where
 
 
 def test_the_layout_section_has_every_snippet() -> None:
@@ -198,6 +224,7 @@ def test_every_install_command_names_a_git_revision_or_the_checkout() -> None:
     )
     for path in [
         ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
         *ROOT.glob("docs/*"),
         *ROOT.glob("lint_plugin/*.py"),
     ]:
