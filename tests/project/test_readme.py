@@ -159,7 +159,9 @@ def test_precommit_snippet_order_and_validity(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_workflow_installs_a_pinned_git_revision_and_watches_every_backend() -> None:
+def test_workflow_installs_a_pinned_git_revision_and_watches_what_the_rules_read() -> (
+    None
+):
     import yaml
 
     text = (ROOT / "docs" / "github-workflow.yml").read_text()
@@ -170,14 +172,31 @@ def test_workflow_installs_a_pinned_git_revision_and_watches_every_backend() -> 
     for placeholder in ("<DRAFT_KV_LINT_REPO_URL>", "<REV>"):
         assert f"#   {placeholder}" in text  # each placeholder is explained
     assert not any(re.search(r"pip install draft-kv-lint\b", run) for run in runs)
-    watched = workflow[True]["pull_request"]["paths"]  # YAML 1.1 reads `on` as True
     checked = [run for run in runs if run.startswith("draft-kv-lint check")]
-    for folder in (
+    assert checked
+    for event in ("pull_request", "push"):
+        watched = workflow[True][event]["paths"]  # YAML 1.1 reads `on` as True
+        for path in _what_the_rules_read():
+            assert any(_glob_matches(pattern, path) for pattern in watched), path
+            for run in checked:  # each check run names a folder holding it
+                folders = [w for w in run.split() if w.startswith("python/")]
+                assert any(path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _what_the_rules_read() -> list[str]:
+    """SGLang's backends (where 0.5.12.post1 keeps them) and the modules of the
+    tree the rules read beside them, from the tool's own defaults: the helpers'
+    module and every release's home of the guard (0.5.23's in kernels/ops)."""
+    from lint_plugin.engine.settings import Settings
+    from lint_plugin.fix.guard_home import RELEASE_GUARD_MODULES
+
+    modules = (Settings().helpers_module, *RELEASE_GUARD_MODULES)
+    assert "sglang.kernels.ops.attention.utils" in modules
+    return [
         "python/sglang/srt/layers/attention/flashinfer_backend.py",
         "python/sglang/srt/hardware_backend/npu/attention/ascend_backend.py",
-    ):
-        assert any(_glob_matches(pattern, folder) for pattern in watched), folder
-        assert all(" python/sglang/srt" in run for run in checked)
+        *(f"python/{module.replace('.', '/')}.py" for module in modules),
+    ]
 
 
 def _glob_matches(pattern: str, path: str) -> bool:
@@ -209,10 +228,13 @@ def test_every_install_command_names_a_git_revision_or_the_checkout() -> None:
     registry; the README, the workflow and ``prove``'s section say the same."""
     import yaml
 
+    from lint_plugin.install_origin import PINNED
+
     plain, proof = _install_lines()
     assert plain == 'pip install "draft-kv-lint @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>"'
     assert proof == (
-        'pip install "draft-kv-lint[proof] @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>"'
+        'pip install "draft-kv-lint[proof] @ git+<DRAFT_KV_LINT_REPO_URL>@<REV>" '
+        + " ".join(PINNED["proof"])
     )
     assert SNIPPETS["prove"].splitlines()[0] == proof
     workflow = yaml.safe_load((ROOT / "docs" / "github-workflow.yml").read_text())
@@ -229,6 +251,23 @@ def test_every_install_command_names_a_git_revision_or_the_checkout() -> None:
         *ROOT.glob("lint_plugin/*.py"),
     ]:
         assert not by_name.search(path.read_text()), path
+
+
+def test_every_install_of_the_proof_extra_pins_torch_and_triton() -> None:
+    """An unpinned torch is the newest CUDA build (several GB, untested): every
+    command in the docs that installs the [proof] extra names the tested pins."""
+    from lint_plugin.install_origin import PINNED
+
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *ROOT.glob("docs/*.md")]
+    lines = [
+        line
+        for page in pages
+        for line in page.read_text().replace("`", "\n").splitlines()
+        if "pip install" in line and ("proof" in line or "torch" in line)
+    ]
+    assert len(lines) >= 3
+    for line in lines:
+        assert all(pin in line for pin in PINNED["proof"]), line
 
 
 def test_the_install_commands_work_as_printed(tmp_path: Path, snapshot) -> None:
