@@ -22,6 +22,7 @@ from lint_plugin.engine.flow import per_step_rows, row_sizing
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings
 from lint_plugin.engine.source import Source
 from lint_plugin.rules import DECISIONS
+from lint_plugin.rules import kvi003_unsized_draft_buffer as kvi003
 
 
 class NothingToExplain(ValueError):
@@ -49,14 +50,22 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
                 checker.analysis.frame_of(allocation.function), call
             )
             node = stmt if stmt is not None else call
-            if not node.lineno <= row <= node.end_lineno:
+            spans = node.lineno <= row <= node.end_lineno
+            if not spans and not cls.is_draft_backend:
                 continue
             judgement = row_sizing.judge_in_class(
                 cls, allocation, checker.analysis, inner
             )
+            # Asked at the row check reports it at (which may lie outside the
+            # statement: a width shown where it is made).
+            at = _reported_at(judgement, checker) if cls.is_draft_backend else None
+            if not spans and (at is None or at[0] != row):
+                continue
             if judgement is None and allocation not in cls.allocations:
                 continue
-            lines += _allocation(allocation, cls, judgement, source, path, unguarded)
+            lines += _allocation(
+                allocation, cls, judgement, checker, path, at, unguarded
+            )
             verdicts.append(lines.pop())
     if not lines:
         raise NothingToExplain(
@@ -65,6 +74,19 @@ def explain(text: str, path: str, row: int, settings: Settings = DEFAULT_SETTING
     order = (row_sizing.UNSIZED, row_sizing.NOT_JUDGED, row_sizing.SIZED, "not a row")
     worst = min(verdicts, key=order.index)
     return "\n".join(lines) + "\n", worst
+
+
+def _reported_at(judgement, checker) -> tuple[int, int] | None:
+    """Where ``check`` puts this allocation's KVI003 finding (its first
+    unsized path's width) or its note (its first path not judged): None for
+    a sized row, or no row."""
+    if judgement is None or judgement.verdict == row_sizing.SIZED:
+        return None
+    if judgement.verdict == row_sizing.UNSIZED:
+        shown = judgement.unsized[0].row.shown
+    else:
+        shown = judgement.paths[0].row.shown
+    return checker.source.position(checker.span(shown)[0])
 
 
 def _unguarded_rows(checker) -> set[int]:
@@ -98,11 +120,14 @@ def _guards(cls, unguarded: set[int], path: str) -> Iterator[str]:
 
 
 def _allocation(
-    allocation, cls, judgement, source: Source, path: str, unguarded: set[int]
+    allocation, cls, judgement, checker, path: str, at, unguarded: set[int]
 ) -> list[str]:
+    """``at``: where check reports the allocation, the head's position then;
+    the call's otherwise."""
+    source = checker.source
     call = allocation.call
     function = allocation.function.node.name
-    row, column = source.position(source.index(call.lineno, call.col_offset))
+    row, column = at or source.position(source.index(call.lineno, call.col_offset))
     head = ast.unparse(call)  # one line, as Python would write it
     if len(head) > 100:
         head = head[:97] + "..."
@@ -122,7 +147,7 @@ def _allocation(
         return lines
     paths = judgement.paths
     for index, verdict in enumerate(paths, 1):
-        lines += list(_path(verdict, index, len(paths), source))
+        lines += list(_path(verdict, index, len(paths), allocation, cls, checker))
     final = judgement.verdict if cls.is_draft_backend else "not a row"
     shown = {
         row_sizing.UNSIZED: "unsized (KVI003)",
@@ -142,7 +167,7 @@ def _allocation(
     return lines
 
 
-def _path(verdict, index: int, total: int, source: Source) -> Iterator[str]:
+def _path(verdict, index: int, total: int, allocation, cls, checker) -> Iterator[str]:
     row = verdict.row
     width = symbolic.render(row.width)
     made = ""
@@ -160,6 +185,17 @@ def _path(verdict, index: int, total: int, source: Source) -> Iterator[str]:
             f"{envelope.CONTRACT_PREMISE})"
         )
     elif verdict.verdict == row_sizing.UNSIZED:
-        yield f"    unsized: {row_sizing.describe_witness(verdict)}"
+        # What the finding says: no counterexample an instance cannot reach.
+        reading, clauses = kvi003.read_unsized(verdict, cls, allocation, checker)
+        if reading.fits:
+            yield f"    unsized, though it fits today only {clauses}"
+        elif reading.witness is not None:
+            witness = row_sizing.describe_witness(verdict, reading.witness)
+            yield f"    unsized: {witness}"
+        else:
+            yield (
+                "    unsized: not proven to fit, and no counterexample is found "
+                f"given that {clauses}"
+            )
     else:
         yield f"    not judged: {verdict.reason}"

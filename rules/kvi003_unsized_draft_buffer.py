@@ -39,6 +39,7 @@ formulas = lazy("lint_plugin.engine.formulas")
 row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
 scopes = lazy("lint_plugin.engine.flow.scopes")
 symbolic = lazy("lint_plugin.algebra.symbolic")
+topk_refusal = lazy("lint_plugin.engine.topk_refusal")
 values = lazy("lint_plugin.engine.values")
 
 _TEMPLATE = """\
@@ -116,6 +117,12 @@ def _method(*lines: str) -> str:
 
 
 _STEPS = "self.speculative_num_steps"
+_REFUSE = (
+    "        self.topk = topk\n",
+    "        if topk > 1:\n"
+    '            raise ValueError("only topk=1 is supported")\n'
+    "        self.topk = topk\n",
+)
 _ALLOC = f"self.cuda_graph_kv_indices = torch.zeros(({_STEPS}, width))"
 
 _LOCAL = """\
@@ -148,6 +155,20 @@ NEEDS = Needs(
     facts=ALLOCATOR_WORDS,
 )
 
+# Where no reachable counterexample exists the message says what the fit rests
+# on: every instance is sized today, and still upstream sizes it with the helper.
+_FITS_ONLY = (
+    "draft kv_indices buffer width {text} fits num_seqs * topk * {context} "
+    "only {clauses}: size it with "
+    "draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
+)
+_UNDECIDED = (
+    "draft kv_indices buffer width {text} is not proven to fit "
+    "num_seqs * topk * {context}, and no counterexample is found given that "
+    "{clauses}: size it with "
+    "draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)"
+)
+
 RULE = Rule(
     code="KVI003",
     name="unsized-draft-kv-indices-buffer",
@@ -160,9 +181,23 @@ RULE = Rule(
     fix_safety="unsafe",
     doc="""
 ## What it does
-In a multi-step draft attention backend, finds a torch allocation of a per-step
-`kv_indices` buffer whose row width has no topk factor and does not come from
-`draft_kv_indices_buffer_width(...)` (with a topk as its `topk` argument).
+Checks every per-step `kv_indices` buffer a multi-step draft attention backend
+allocates with torch, and reports one whose row can hold fewer than
+`num_seqs * topk * context` entries on some path through the code: what the
+draft index kernel writes into a row, and what
+`draft_kv_indices_buffer_width(num_seqs, topk, max_context_len)` returns. The
+width is judged by its value, not its spelling: `max_bs * self.max_context_len`
+is reported, a helper call padded or rounded up is not, and a width made in a
+local, a base class or a function of the file is followed to where it is made.
+
+The message gives sizes that make the row too small, where an instance can have
+them. Where none can, the row is still reported (it is sized by something its
+allocation does not state, and upstream sizes it with the helper) and the
+message says what its fit rests on instead: the class's `__init__` refuses
+`topk > 1` (FlashInfer MLA's draft backend: the row fits today, and lifting that
+refusal would overflow it), or the width is a token count, `max_num_tokens *
+max_context_len`, which fits only while callers pass `max_num_tokens = max_bs *
+topk` as SGLang's draft graph runner does, a premise the class does not check.
 
 A draft backend is known by what it does: the class keeps a topk (`self.topk`)
 and either keeps a draft step count (`self.speculative_num_steps`), launches the
@@ -181,10 +216,27 @@ A row is judged by its value on every path, which is the bug's own definition:
 it is *sized* on a path when it is at least `num_seqs * topk * context` for all
 positive values of the sizes (context: `max_context_len`, `context_len`, a
 sliding window size), *unsized* when some values make it smaller (the message
-names the path's defining row and such values), and *not judged* when it holds
-something the analysis cannot evaluate. A finding when any path is unsized;
+names the path's defining row, and such values or what the row's fit rests on),
+and *not judged* when it holds something the analysis cannot evaluate. A finding
+when any path is unsized, at that path's width;
 `draft-kv-lint check --explain FILE:ROW` prints every path of the allocation at
-that row, its width and its verdict, and `--statistics` counts those not judged.
+that row (headed with the row and column `check` reports), its width and its
+verdict, and `--statistics` counts those not judged.
+
+What a message may take as given, so that no counterexample names an instance
+that cannot exist: a refusal of `topk > 1` that every instance runs, a statement
+of the class's own `__init__` that raises for every topk above one (`assert
+self.topk == 1`, `assert topk in (0, 1)`, `if topk > 1: raise ...`, an `else:`
+or `elif` branch that raises) with no statement before it that may return. What
+it tests must be the value the class keeps: the parameter that the class's only
+assignment of its topk (`self.topk = topk`, a statement of `__init__` itself)
+keeps, never rebound, or `self.topk` after that assignment. Not a refusal: one in
+a branch of another test (`if flag:`), in another method, under `try` or `with`,
+of another name or of a bound it allows (`assert topk <= 2`), an `assert`
+another test may pass (`assert topk == 1 or flag`), a warning that does not raise, or any where the class assigns its
+topk elsewhere too. Where the row is too small even with topk 1, the message
+gives such values, topk 1 among them. A token count (`max_num_tokens`) is taken
+as `max_bs * topk` only for the message, never for the verdict.
 
 What is evaluated: integer literals and arithmetic (`+ - * // % ** << >>`), `max`,
 `min`, `abs`, `int(...)`, `x or y`, `sum`/`math.prod` of a tuple, rounding up
@@ -228,7 +280,8 @@ is no tuple, a width with no sequence
 count in it but a name that may be one. A token count (`max_num_tokens`) is at
 least the sequence count, and never assumed to hold the topk: a row of
 `max_num_tokens * max_context_len` is right only by an unstated invariant, and
-it is a finding.
+it is a finding (whose message names that invariant; a row too small even under
+it gets values where the token count is `max_bs * topk`).
 
 Every way to state the buffer is read: shapes as a tuple, a list,
 `torch.Size(...)`, starred parts and concatenation, a shape variable, `size=`,
@@ -268,7 +321,8 @@ The index kernel writes `topk` branches for every sequence, so a row must hold
 real bug: with `topk > 1` the kernel writes past the row and corrupts memory
 (upstream #27338, #27460). `max_num_tokens * self.max_context_len` is right only
 because `max_num_tokens` happens to be `max_bs * topk` today: an invariant nobody
-states and any caller can break.
+states and any caller can break. A class that refuses `topk > 1` (FlashInfer
+MLA's) holds its row today, and overruns it the day that refusal is lifted.
 
 What "sized" is measured against: upstream's helper, `num_seqs * topk *
 max_context_len`, whose premise is that every request's `seq_len + num_steps <=
@@ -444,6 +498,15 @@ that name).
             _FIXED,
             unsafe=True,
         ),
+        # Refusing topk > 1 in __init__ keeps it sized today, not by its width:
+        # still a finding, whose message names the refusal.
+        Example(
+            _TEMPLATE.replace(_REFUSE[0], _REFUSE[1]).format(
+                width="max_bs * self.max_context_len"
+            ),
+            _FIXED.replace(_REFUSE[0], _REFUSE[1]),
+            unsafe=True,
+        ),
         # Known by what it does, not by its name.
         Example(
             _TEMPLATE.replace("FooMultiStepDraftBackend", "FooAttnBackend").format(
@@ -551,6 +614,11 @@ def decide(checker: Checker) -> None:
     note for each one not judged."""
     facts = checker.facts
     found = row_sizing.judgements(facts, checker.analysis)
+    owners = {
+        id(allocation): cls
+        for cls in facts.classes
+        for allocation in (*cls.allocations, *cls.calls)
+    }
     reported = _reported_sites(found)
     for judgement in found:
         verdict = judgement.verdict
@@ -567,7 +635,8 @@ def decide(checker: Checker) -> None:
                 f"draft kv_indices buffer width not judged: {reasons}",
             )
             continue
-        _report(judgement, facts, checker, reported)
+        cls = owners[id(judgement.allocation)]
+        _report(judgement, facts, checker, reported, cls)
 
 
 def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
@@ -584,7 +653,7 @@ def _reported_sites(found: list[Judgement]) -> dict[int, list[ast.Call]]:
     return sites
 
 
-def _report(judgement: Judgement, facts, checker: Checker, reported) -> None:
+def _report(judgement: Judgement, facts, checker: Checker, reported, cls) -> None:
     path = judgement.unsized[0]
     row = path.row
     context = next(
@@ -595,19 +664,87 @@ def _report(judgement: Judgement, facts, checker: Checker, reported) -> None:
         ),
         "max_context_len",
     )
-    message = RULE.message.format(
-        text=row_sizing.describe_path(path, checker.source),
-        context=context,
-        witness=row_sizing.describe_witness(path),
-    )
+    message = _message(judgement, path, cls, checker, context)
     fix = None
     others_sized = all(
         p.verdict == row_sizing.SIZED for p in judgement.paths if p is not path
     )
-    if row.written is not None and row.site is not None and others_sized:
-        cls = next(c for c in facts.classes if judgement.allocation in c.allocations)
+    if (
+        row.written is not None
+        and row.site is not None
+        and others_sized
+        and judgement.allocation in cls.allocations
+    ):
         fix = _unsafe_fix(cls, row.site, judgement.allocation, facts, checker, reported)
     checker.add("KVI003", checker.span(row.shown), message, fix)
+
+
+def _message(judgement: Judgement, path, cls, checker: Checker, context: str) -> str:
+    """The counterexample, where one can happen; else what the row's fit
+    rests on (a refusal of ``topk > 1``, the token-count premise). A path
+    that fits under those does not hide another unsized path that does not:
+    the message then names that one (the finding stays where it was)."""
+    reading, clauses = read_unsized(path, cls, judgement.allocation, checker)
+    for other in judgement.unsized if reading.fits else ():
+        if other is not path:
+            found = read_unsized(other, cls, judgement.allocation, checker)
+            if not found[0].fits:
+                reading, clauses = found
+                break
+    text = row_sizing.describe_path(reading.path, checker.source)
+    if not reading.fits and reading.witness is not None:
+        return RULE.message.format(
+            text=text,
+            context=context,
+            witness=row_sizing.describe_witness(reading.path, reading.witness),
+        )
+    template = _FITS_ONLY if reading.fits else _UNDECIDED
+    return template.format(text=text, context=context, clauses=clauses)
+
+
+def read_unsized(path, cls, allocation, checker: Checker):
+    """``(reading, clauses)``: the unsized ``path`` of an allocation of
+    ``cls`` read under what the class allows and its callers pass
+    (:func:`lint_plugin.engine.flow.row_sizing.read_unsized`), and what that
+    reading rests on, as the message and ``check --explain`` say it."""
+    refusal = topk_refusal.refusal_of(cls.node, cls.topk_attr)
+    reading = row_sizing.read_unsized(
+        path,
+        checker.analysis,
+        f"self.{cls.topk_attr}" if cls.topk_attr else "topk",
+        refusal is not None,
+        f"self.{cls.topk_attr}" if cls.keeps_one_topk else None,
+    )
+    seqs = _sequence_count(allocation)
+    passed = " and ".join(f"{t} = {seqs} * topk" for t in reading.tokens)
+    where = f"row {refusal.row + checker.source.row_offset}" if refusal else ""
+    if not reading.fits:
+        given = [f"callers pass {passed}"] if reading.tokens else []
+        if reading.refused:
+            given.append(f"{refusal.class_name}.__init__ refuses topk > 1 ({where})")
+        return reading, " and ".join(given)
+    clauses = []
+    if reading.tokens:
+        clauses.append(
+            f"while callers pass {passed} (as SGLang's draft graph runner does; "
+            "the class does not check it)"
+        )
+    if reading.refused:
+        clauses.append(
+            f"because {refusal.class_name}.__init__ refuses topk > 1 ({where}); "
+            "lifting that refusal would overflow it"
+        )
+    return reading, " and ".join(clauses)
+
+
+def _sequence_count(allocation) -> str:
+    """How the allocating function names the callers' batch size."""
+    node = getattr(allocation.function, "node", None)
+    params = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return next((n for n in SEQUENCE_COUNT_NAMES if n in params), "max_bs")
 
 
 def _unsafe_fix(

@@ -549,8 +549,10 @@ def describe_path(path: PathVerdict, source) -> str:
     return text
 
 
-def describe_witness(path: PathVerdict) -> str:
-    witness = path.witness or {}
+def describe_witness(path: PathVerdict, witness: dict | None = None) -> str:
+    """``max_bs=1, self.topk=2, ... gives 1 < 2``: the path's own binding, or
+    ``witness`` (one that a :class:`Reading` found reachable)."""
+    witness = (path.witness if witness is None else witness) or {}
     syms = _goal_symbols(path.goal) + list(symbolic.symbols(path.row.width))
     shown = ", ".join(f"{t}={v}" for t, v in values_of(witness, syms))
     value = symbolic.evaluate(path.row.width, witness)
@@ -563,3 +565,99 @@ def _goal_symbols(goal: Expr) -> list:
     if isinstance(goal, Op) and goal.kind == "*":
         return [s for a in goal.args for s in symbolic.symbols(a)]
     return list(symbolic.symbols(goal))
+
+
+@record
+class Reading:
+    """What a message may truly say of an unsized path, given what the class
+    allows and what its callers pass.
+
+    The path's counterexample may need what no instance has: a topk above one
+    in a class whose ``__init__`` refuses it (``refused``), or a token count
+    below ``num_seqs * topk`` where SGLang's draft graph runner passes
+    ``max_num_tokens = max_bs * topk`` (the premise the proof harness makes).
+    ``fits``: the row holds the goal under ``refused`` and, for each token
+    count in ``tokens``, that premise; ``witness``: otherwise a binding where
+    it does not, reachable under them too (None when neither is found)."""
+
+    path: PathVerdict
+    fits: bool = False
+    witness: dict | None = None
+    refused: bool = False
+    tokens: tuple = ()
+
+
+_TOPK = symbolic.role_symbol(Role.TOPK, "topk")
+
+
+def read_unsized(
+    path: PathVerdict, analysis, topk_text: str, refused: bool, own_topk=None
+) -> Reading:
+    """``path`` (unsized) read under the least of the class's refusal of
+    ``topk > 1`` (``refused``) and the token-count premise that makes it fit;
+    its own counterexample where neither applies."""
+    width = path.row.width
+    tokens = [s for s in symbolic.symbols(width) if s.role is Role.TOKENS]
+    if not refused and not tokens:
+        return Reading(path, witness=path.witness)
+    goals, goal, _ = _goals(width, topk_text)
+    if goal is None:
+        return Reading(path, witness=path.witness)
+    found = _conditions(path.row, analysis, own_topk)
+    conds = found[0] if found else []
+    count = next((s for s in symbolic.symbols(goal) if s.role is Role.NUM_SEQS), None)
+    texts = tuple(dict.fromkeys(s.text for s in tokens))
+    premise = bool(tokens) and count is not None
+    # Each alone: with topk 1 a token count already covers the sequences
+    # (bounds' tokens >= count), so both together prove nothing more.
+    for use_refusal, use_premise in ((refused, False), (False, premise)):
+        if not (use_refusal or use_premise):
+            continue
+        subs = _assumed(tokens if use_premise else [], count, use_refusal)
+        mine = symbolic.replace(width, subs)
+        theirs = [symbolic.replace(g, subs) for g in goals]
+        pinned = [(symbolic.replace(c, subs), want) for c, want in conds]
+        if (
+            _never_taken(pinned)
+            or proves(mine, theirs)
+            or (pinned and _proven(mine, theirs, pinned))
+        ):
+            return Reading(path, True, None, use_refusal, texts if use_premise else ())
+    if not (refused or premise):
+        return Reading(path, witness=path.witness)
+    # The counterexample an instance can reach: under all that holds at once.
+    subs = _assumed(tokens if premise else [], count, refused)
+    pinned = [(symbolic.replace(c, subs), want) for c, want in conds]
+    witness = find_witness(
+        symbolic.replace(width, subs), symbolic.replace(goal, subs), pinned
+    )
+    if witness is not None:
+        # Shown with every symbol the message names, the assumed ones too.
+        witness = dict(witness)
+        if refused:
+            witness[_TOPK.key] = 1
+        for sym in tokens if premise else []:
+            witness[sym.key] = symbolic.evaluate(subs[sym], witness)
+    return Reading(path, False, witness, refused, texts if premise else ())
+
+
+def _never_taken(conds) -> bool:
+    """Does a condition the assumptions made constant fail (a path under
+    ``if self.topk > 1:`` in a class refusing that)?"""
+    for expr, want in conds:
+        if not any(symbolic.symbols(expr)):
+            try:
+                if holds(expr, {}) != want:
+                    return True
+            except symbolic.Undefined:
+                continue
+    return False
+
+
+def _assumed(tokens: list, count, refused: bool) -> dict:
+    """Each token count as ``count * topk``, the topk 1 where it is refused."""
+    topk = Const(1) if refused else _TOPK
+    subs = {sym: symbolic.mul(count, topk) for sym in tokens}
+    if refused:
+        subs[_TOPK] = topk
+    return subs
