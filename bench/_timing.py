@@ -230,6 +230,32 @@ def _install(target: Path, sources: Path, copy: Callable[[], Path]) -> Path:
     return target
 
 
+FLAKE8_ALONE = ROOT / ".cache" / "bench-flake8"
+FLAKE8 = ("flake8", "pycodestyle", "pyflakes", "mccabe")
+
+
+def flake8_installs(install: Path) -> tuple[str, str]:
+    """flake8 with the plugin and without it: this environment's flake8 (same
+    versions of it and of its default plugins) added to the regular install
+    ``install``, and alone in a virtual environment of its own; bytecode
+    compiled by pip on both sides. Returns the two ``flake8`` scripts."""
+    import importlib.metadata
+    import venv
+
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in FLAKE8]
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    for target in (install, FLAKE8_ALONE):
+        stamp = target / "flake8.pins"
+        if stamp.is_file() and stamp.read_text() == " ".join(pins):
+            continue
+        if target == FLAKE8_ALONE:
+            shutil.rmtree(target, ignore_errors=True)
+            venv.create(target, with_pip=False)
+        _pip(*pip, "--python", target / "bin" / "python", "install", *pins)
+        stamp.write_text(" ".join(pins))
+    return str(install / "bin" / "flake8"), str(FLAKE8_ALONE / "bin" / "flake8")
+
+
 def _clean_copy(target: Path) -> Path:
     """The files a fresh clone would have, with the working tree's changes (git's
     tracked files and the untracked ones it does not ignore), copied to

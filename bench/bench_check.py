@@ -13,8 +13,12 @@ Each case is a pair of subprocesses timed interleaved in one run:
       package (4,719 files; goal: <= 0.5x, and memory below ruff's);
   (f) the same with a warm cache (ruff still without its own; goal: <= 0.2x,
       memory below ruff's);
-  (d) ``flake8 --select KVI`` vs ``flake8 --select F401`` on 0.5.12.post1's
-      attention folder (goal: <= 1.05x);
+  (d) ``flake8`` (its default checks) on 0.5.12.post1's four backends with the
+      plugin installed vs the same flake8 without it (goal: <= 1.05x: what the
+      plugin adds to a flake8 run on the files it has most to say about);
+  (i) ``draft-kv-lint fix --check --no-cache`` vs ``check --no-cache`` on the
+      whole sglang 0.5.23 package, nothing to fix (goal: <= 1.2x);
+  (j) the same with a warm cache (goal: <= 1.2x);
   (g) a floor for (a): ``python -c`` that reads the four backends and runs
       ``symtable`` on each (the whole-file syntax check a file with findings
       needs, so that a file that does not compile gets E999, as in flake8, and
@@ -31,10 +35,10 @@ The install: ``draft-kv-lint`` is timed from a regular (non-editable) install of
 this checkout, made by the script in ``.cache/bench-install`` (rebuilt when the
 sources change; pip compiles its bytecode, as for a user), and ``python -c pass``
 is that install's interpreter. An editable install's import finder roughly
-doubles ``python -c pass`` and so halves every small-file ratio. flake8 (d) runs
-from this environment on both sides; ``--compile`` (the default) compiles this
-environment's copy of the package for it (these machines set
-PYTHONDONTWRITEBYTECODE=1).
+doubles ``python -c pass`` and so halves every small-file ratio. flake8 (d) is
+this environment's flake8 (the same versions of it, pycodestyle, pyflakes and
+mccabe) installed into that install, against the same flake8 alone in
+``.cache/bench-flake8``; pip compiles the bytecode of both.
 
 Every ratio is the ratio of the medians, with the spread of the ratios of the
 interleaved pairs (min-max); (c) and (f) also give the peak memory of the whole
@@ -54,7 +58,7 @@ with the ratio after/before; instruction counts for both (cases a and e by
 default) and for the case's baseline. ``--rev REV`` installs REV in place of the
 working tree (``--rev X --against X``: two installs of one commit, the noise).
 
-Usage: python bench/bench_check.py [--repeat N] [--cases aebcfdgh] [--no-compile]
+Usage: python bench/bench_check.py [--repeat N] [--cases aebcfdghij] [--no-compile]
        [--instructions [CASES]] [--against REV [--rev REV]]
 """
 
@@ -79,6 +83,7 @@ from _timing import (
     corpus_trees,
     describe,
     describe_checkout,
+    flake8_installs,
     interleaved,
     print_environment,
     print_markdown,
@@ -148,7 +153,7 @@ def build_cases(keys: str, cache_dir: str, install: Path) -> tuple[Path, list[Ca
     would from a checkout. ``--no-config``: this repository's own table (found
     above the cache folder) must not exclude anything ruff checks.
     """
-    root, latest, attention, backends = corpus_trees()
+    root, latest, _, backends = corpus_trees()
 
     python = str(install / "bin" / "python")
     ours = [str(install / "bin" / "draft-kv-lint"), "check", "--no-config"]
@@ -156,7 +161,10 @@ def build_cases(keys: str, cache_dir: str, install: Path) -> tuple[Path, list[Ca
     # Warm: the cache folder is this run's own; each case's warm-up run fills it.
     cached = [*ours[:-1], "--cache-dir", cache_dir]
     ruff = [tool("ruff"), "check", "--no-cache", "--select", "F401"]
-    flake8 = tool("flake8")
+    flake8, flake8_alone = ("flake8", "flake8")
+    if "d" in keys:
+        flake8, flake8_alone = flake8_installs(install)
+    fixing = [ours[0], "fix", "--check", *ours[2:]]
     if set(keys) & set("abcef") and not runs_ok([*ours, "--help"]):
         raise BenchError(
             "`draft-kv-lint check --help` fails: is the package installed?"
@@ -207,11 +215,29 @@ def build_cases(keys: str, cache_dir: str, install: Path) -> tuple[Path, list[Ca
         ),
         Case(
             "d",
-            "attention folder: flake8 --select KVI vs --select F401",
-            [flake8, "--select", "KVI", attention],
-            [flake8, "--select", "F401", attention],
+            "four backends: flake8 with the plugin vs the same flake8 without it",
+            [flake8, *backends],
+            [flake8_alone, *backends],
             1.05,
             root,
+        ),
+        Case(
+            "i",
+            f"whole sglang {LATEST} package, nothing to fix: draft-kv-lint fix "
+            "--check vs check",
+            [*fixing, "sglang"],
+            [*ours, "sglang"],
+            1.2,
+            latest,
+        ),
+        Case(
+            "j",
+            f"whole sglang {LATEST} package, warm cache: draft-kv-lint fix --check "
+            "vs check",
+            [*fixing[:-1], "--cache-dir", cache_dir, "sglang"],
+            [*cached, "sglang"],
+            1.2,
+            latest,
         ),
         Case(
             "g",
@@ -286,8 +312,9 @@ def run_case(
     return Row(f"({case.key})", ours_s, theirs_s, case.goal, memory)
 
 
+CASES = "abcdefghij"
 # Cases whose own command is draft-kv-lint's: the ones --against compares.
-AGAINST_CASES = "abcef"
+AGAINST_CASES = "abcefij"
 
 
 def count_instructions(
@@ -314,9 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--cases",
-        default="aebcfdgh",
-        help="which cases to run, e.g. 'ac' (default aebcfdgh: e and f are a and "
-        "c with a warm cache, g and h their floors)",
+        default="aebcfdghij",
+        help="which cases to run, e.g. 'ac' (default aebcfdghij: e and f are a and "
+        "c with a warm cache, g and h their floors, i and j fix --check)",
     )
     parser.add_argument(
         "--no-compile",
@@ -346,10 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="install the commit REV (git archive) in place of the working tree",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or not set(args.cases) <= set("abcdefgh") or not args.cases:
-        parser.error("--repeat must be >= 1 and --cases a subset of 'abcdefgh'")
-    if args.instructions is not None and not set(args.instructions) <= set("abcdefgh"):
-        parser.error("--instructions takes a subset of 'abcdefgh'")
+    if args.repeat < 1 or not set(args.cases) <= set(CASES) or not args.cases:
+        parser.error(f"--repeat must be >= 1 and --cases a subset of '{CASES}'")
+    if args.instructions is not None and not set(args.instructions) <= set(CASES):
+        parser.error(f"--instructions takes a subset of '{CASES}'")
     if args.against is not None:
         dropped = "".join(k for k in args.cases if k not in AGAINST_CASES)
         args.cases = "".join(k for k in args.cases if k in AGAINST_CASES)
