@@ -81,20 +81,12 @@ class Method:
 
     def rows_of(self, word: str) -> set[int]:
         """The tree rows on which ``word`` stands (as a word) in the text:
-        found with ``str.find``, each hit's row by bisection of the line
-        starts (a backend's method is thousands of lines)."""
-        import bisect
-
+        found with ``str.find``, each hit's row by counting the line ends
+        since the previous hit (in C: a backend's method is thousands of
+        lines, and a word stands on few of them)."""
         text, size = self.text, len(word)
-        starts = self.__dict__.get("_newlines")
-        if starts is None:
-            starts = []
-            at = text.find("\n")
-            while at >= 0:
-                starts.append(at)
-                at = text.find("\n", at + 1)
-            self.__dict__["_newlines"] = starts
         rows = set()
+        row, counted = self.first_row, 0
         at = text.find(word)
         while at >= 0:
             end = at + size
@@ -103,7 +95,9 @@ class Method:
             if not (
                 before.isalnum() or before == "_" or after.isalnum() or after == "_"
             ):
-                rows.add(self.first_row + bisect.bisect_left(starts, at))
+                row += text.count("\n", counted, at)
+                counted = at
+                rows.add(row)
             at = text.find(word, end)
         return rows
 
@@ -136,13 +130,18 @@ def own_nodes(function: FunctionFacts, rows: set[int] | None = None):
     """The nodes of a method's body, not of the functions and classes nested
     in it (their values are read in frames of their own); with ``rows``, only
     the nodes spanning one of them (a write names its anchor on its rows)."""
+    import bisect
+
+    # Sorted, a node's rows are asked by one bisection, not a scan of them all
+    # (a method naming the word on many rows has thousands of nodes).
+    ordered = None if rows is None else sorted(rows)
     stack = list(function.node.body)
     while stack:
         node = stack.pop()
-        if rows is not None and not any(
-            node.lineno <= row <= (node.end_lineno or node.lineno) for row in rows
-        ):
-            continue
+        if ordered is not None:
+            at = bisect.bisect_left(ordered, node.lineno)
+            if at == len(ordered) or ordered[at] > (node.end_lineno or node.lineno):
+                continue
         yield node
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.expr, ast.stmt)) and not isinstance(

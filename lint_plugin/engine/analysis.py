@@ -65,7 +65,7 @@ from lint_plugin.engine.module_scope import (
     TreeModuleScope,
 )
 from lint_plugin.engine.settings import DEFAULT_SETTINGS, Settings, resolve_module
-from lint_plugin.engine.source import Source, occurrences, rows_of
+from lint_plugin.engine.source import Source
 from lint_plugin.engine.vocabulary import GUARD, KERNEL
 from lint_plugin.records import field, record
 from lint_plugin.roles import Role, role_of_name
@@ -520,7 +520,7 @@ class Walker:
                 aliases = helper_aliases(text)
             self._watched = frozenset((*HELPER_SLOTS, *aliases))
             words = (vocabulary.helper_prefix(), *aliases)
-            self._watched_rows = rows_of(text, occurrences(text, words))
+            self._watched_rows = self.source.rows_naming(words)
         rows = self._watched_rows
         if not rows:
             return False

@@ -41,6 +41,7 @@ KERNEL = vocabulary.KERNEL
 # `self.<...topk>` and `self.<...num_steps>`: the only attributes whose names the
 # rules read (built from roles.py's anchors for those roles).
 _SELF_ROLE_ATTRIBUTE = vocabulary.self_role_pattern((Role.TOPK, Role.NUM_STEPS))
+_ROLE_WORDS = vocabulary.words((Role.TOPK, Role.NUM_STEPS))
 _TOPK_WORDS = vocabulary.words((Role.TOPK,))
 
 
@@ -48,13 +49,42 @@ def role_attributes(text: str) -> set[str]:
     """The names of every ``self.<name>`` in ``text`` that is a topk or a draft
     step count."""
     found = set()
-    for match in _SELF_ROLE_ATTRIBUTE.finditer(text):
-        start = match.start()
+    for start in _self_before_role_words(text):
+        match = _SELF_ROLE_ATTRIBUTE.match(text, start)
+        if match is None:
+            continue
         if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
             continue  # `myself.topk`
         if role_of_name(match.group(1)) in (Role.TOPK, Role.NUM_STEPS):
             found.add(match.group(1))
     return found
+
+
+def _self_before_role_words(text: str) -> list[int]:
+    """Where the pattern's matches may start: each ``self`` followed by a dot
+    and a name holding a role's word (every name of the role does,
+    ``roles.RoleSpec``), ascending; a superset, the pattern decides. Found
+    from the words with ``str.find``: the pattern itself, tried at every
+    ``self`` of a backend of 3,000 lines, backtracks through each attribute's
+    name (a third of a millisecond)."""
+    starts = set()
+    for word in _ROLE_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            # Back over `self\s*\.\s*` and the name's start, as the pattern
+            # has them before the word.
+            dot = text.rfind(".", 0, at)
+            if dot >= 0 and _SPACE_NAME.fullmatch(text, dot + 1, at):
+                end = dot
+                while end > 0 and text[end - 1].isspace():
+                    end -= 1
+                if end >= 4 and text.startswith("self", end - 4):
+                    starts.add(end - 4)
+            at = text.find(word, at + 1)
+    return sorted(starts)
+
+
+_SPACE_NAME = re.compile(r"\s*\w*")
 
 
 def may_be_draft_backend(class_text: str, attributes: set[str] | None = None) -> bool:

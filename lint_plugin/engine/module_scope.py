@@ -40,6 +40,9 @@ class ModuleScope:
     source: Source
     allocator_aliases: frozenset[str] | None = None  # the walk's, once per file
     _classes: dict[str, bool] | None = None  # defines_class's answers
+    # star_imports' answer: every tree of a file decided (the flake8 plugin's
+    # statements, check's regions) asks it of the file's one module scope.
+    _star_imports: list[ast.ImportFrom] | None = None
 
     def statements(self, name: str) -> Sequence[ast.stmt]:
         raise NotImplementedError
@@ -52,7 +55,10 @@ class ModuleScope:
         """The file's ``from m import *`` statements: each may bind any name.
         Python allows them at module level only (in any block there), so
         both kinds of scope find the same ones."""
-        found: list[ast.ImportFrom] = []
+        found = self._star_imports
+        if found is not None:
+            return found
+        found = self._star_imports = []
         if not _ANY_NAME.search(self.source.text):
             return found
         pending = list(reversed(self.statements("*")))

@@ -88,6 +88,7 @@ class Source:
         self.row_offset = row_offset
         self._lines: list[str] | None = None
         self._starts: list[int] | None = None
+        self._naming: dict[tuple[str, ...], list[int]] = {}
 
     @property
     def lines(self) -> list[str]:
@@ -103,6 +104,18 @@ class Source:
                 offset += len(line)
             self._starts = starts
         return self._starts
+
+    def rows_naming(self, words: tuple[str, ...]) -> list[int]:
+        """``rows_of`` the ``occurrences`` of ``words`` in the text, searched
+        once: the flake8 plugin walks each statement of a file with a walker
+        of its own over this one source, and a search of a whole file that is
+        not ASCII costs ~50 us a word."""
+        found = self._naming.get(words)
+        if found is None:
+            found = self._naming[words] = rows_of(
+                self.text, occurrences(self.text, words)
+            )
+        return found
 
     def char_col(self, row: int, byte_col: int) -> int:
         """``ast`` counts UTF-8 bytes; people and ruff count characters."""
