@@ -25,11 +25,25 @@ class _Deferred(types.ModuleType):
         module = self.__dict__.get("_module")
         if module is None:
             module = self.__dict__["_module"] = importlib.import_module(self.__name__)
+            # The module that named the stand-in then reads the module itself:
+            # each read through the stand-in is a Python call, ~2% of the
+            # engine's time on a draft backend (the rules read their engine
+            # modules in their inner loops).
+            names = self.__dict__.get("_names")
+            if names is not None:
+                for key, value in list(names.items()):
+                    if value is self:
+                        names[key] = module
         return getattr(module, attribute)
 
 
 def lazy(name: str) -> types.ModuleType:
     """The module ``name`` (itself when imported already), imported when an
-    attribute of it is first read."""
+    attribute of it is first read; the caller's global bound to the stand-in
+    is then rebound to the module."""
     found = sys.modules.get(name)
-    return found if found is not None else _Deferred(name)
+    if found is not None:
+        return found
+    deferred = _Deferred(name)
+    deferred._names = sys._getframe(1).f_globals
+    return deferred
