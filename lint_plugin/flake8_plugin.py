@@ -24,8 +24,9 @@ from lint_plugin.noqa.directives import may_hold_own_directive, review
 from lint_plugin.prefilter import could_match
 
 # flake8 loads every installed plugin on every run, whatever it selects: the
-# engine and the rules are imported by the first file the byte test lets
-# through (as ``check`` does), not by a run over files none can match.
+# engine is imported by the first file the byte test lets through (as
+# ``check`` does), not by a run over files none can match. The rules' words,
+# which every file's byte test reads, are loaded with the options (below).
 TYPE_CHECKING = False  # not `typing`: its import costs milliseconds every run
 if TYPE_CHECKING:
     from lint_plugin.engine.source import Source
@@ -53,6 +54,10 @@ class KviChecker:
     def parse_options(cls, options: argparse.Namespace) -> None:
         cls.settings = Settings(helpers_module=options.kvi_helpers_module)
         cls.disable_noqa = bool(getattr(options, "disable_noqa", False))
+        # The catalogue every file's byte test reads (lint_plugin.prefilter),
+        # loaded in flake8's main process, before it forks its workers (jobs
+        # > 1): once per run, not once per worker.
+        import lint_plugin.rules  # noqa: F401
 
     def __init__(self, tree: ast.Module, filename: str, lines: list[str]) -> None:
         self.tree = tree
