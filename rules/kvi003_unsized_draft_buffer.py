@@ -194,10 +194,11 @@ The message gives sizes that make the row too small, where an instance can have
 them. Where none can, the row is still reported (it is sized by something its
 allocation does not state, and upstream sizes it with the helper) and the
 message says what its fit rests on instead: the class's `__init__` refuses
-`topk > 1` (FlashInfer MLA's draft backend: the row fits today, and lifting that
-refusal would overflow it), or the width is a token count, `max_num_tokens *
-max_context_len`, which fits only while callers pass `max_num_tokens = max_bs *
-topk` as SGLang's draft graph runner does, a premise the class does not check.
+`topk > 1` (FlashInfer MLA's draft backend: the row fits only while topk <= 1,
+which `__init__` enforces; a subclass or a change that lifts it would overflow
+the row), or the width is a token count, `max_num_tokens * max_context_len`, which
+fits only while `max_num_tokens` is at least `num_seqs * topk` (SGLang's draft
+graph runner passes `max_bs * topk`), a premise the class does not check.
 
 A draft backend is known by what it does: the class keeps a topk (`self.topk`)
 and either keeps a draft step count (`self.speculative_num_steps`), launches the
@@ -225,16 +226,21 @@ verdict, and `--statistics` counts those not judged.
 
 What a message may take as given, so that no counterexample names an instance
 that cannot exist: a refusal of `topk > 1` that every instance runs, a statement
-of the class's own `__init__` that raises for every topk above one (`assert
-self.topk == 1`, `assert topk in (0, 1)`, `if topk > 1: raise ...`, an `else:`
-or `elif` branch that raises) with no statement before it that may return. What
-it tests must be the value the class keeps: the parameter that the class's only
+of the class's own `__init__` that raises for every topk above one (`if topk >
+1: raise ...`, `if self.topk not in (0, 1): raise ...`, an `else:` or `elif`
+branch that raises) with no statement before it that may return. What it tests
+must be the value the class keeps: the parameter that the class's only
 assignment of its topk (`self.topk = topk`, a statement of `__init__` itself)
-keeps, never rebound, or `self.topk` after that assignment. Not a refusal: one in
-a branch of another test (`if flag:`), in another method, under `try` or `with`,
-of another name or of a bound it allows (`assert topk <= 2`), an `assert`
-another test may pass (`assert topk == 1 or flag`), a warning that does not raise, or any where the class assigns its
-topk elsewhere too. Where the row is too small even with topk 1, the message
+keeps, never rebound, or `self.topk` after that assignment. And nothing else may
+give an instance another topk: no base class, metaclass or decorator, the
+instance never handed out of its methods (`widen(self)`, `return self`), no
+`setattr`/`__dict__`/`vars` write, no subclass or patch of the class in the file
+(one in another module is not seen: that is why the message names the premise).
+Not a refusal: an `assert` (`python -O` drops it), one in a branch of another
+test (`if flag:`), in another method, under `try` or `with`, of another name or
+of a bound it allows (`if topk > 2: raise`), a test another condition may pass
+(`if not (topk == 1 or flag): raise`), a warning that does not raise, or any
+where the class assigns its topk elsewhere too. Where the row is too small even with topk 1, the message
 gives such values, topk 1 among them. A token count (`max_num_tokens`) is taken
 as `max_bs * topk` only for the message, never for the verdict.
 
@@ -707,7 +713,9 @@ def read_unsized(path, cls, allocation, checker: Checker):
     ``cls`` read under what the class allows and its callers pass
     (:func:`lint_plugin.engine.flow.row_sizing.read_unsized`), and what that
     reading rests on, as the message and ``check --explain`` say it."""
-    refusal = topk_refusal.refusal_of(cls.node, cls.topk_attr)
+    refusal = topk_refusal.refusal_of(
+        cls.node, cls.topk_attr, checker.analysis.module.source.text
+    )
     reading = row_sizing.read_unsized(
         path,
         checker.analysis,
@@ -725,14 +733,15 @@ def read_unsized(path, cls, allocation, checker: Checker):
         return reading, " and ".join(given)
     clauses = []
     if reading.tokens:
+        least = " and ".join(f"{t} is at least num_seqs * topk" for t in reading.tokens)
         clauses.append(
-            f"while callers pass {passed} (as SGLang's draft graph runner does; "
+            f"while {least} (SGLang's draft graph runner passes max_bs * topk; "
             "the class does not check it)"
         )
     if reading.refused:
         clauses.append(
-            f"because {refusal.class_name}.__init__ refuses topk > 1 ({where}); "
-            "lifting that refusal would overflow it"
+            f"while topk <= 1, which {refusal.class_name}.__init__ enforces "
+            f"({where}; a subclass or a change that lifts it would overflow the row)"
         )
     return reading, " and ".join(clauses)
 

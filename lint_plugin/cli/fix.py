@@ -53,7 +53,7 @@ def fix_stdin(args: argparse.Namespace, plan: Plan) -> int:
                 raise RewriteRefused(why)
     except (SourceError, SyntaxError, RewriteRefused) as error:
         print(FileError(name, f"left unchanged: {error}"), file=sys.stderr)
-        if not args.diff:
+        if not (args.diff or getattr(args, "check", False)):
             sys.stdout.buffer.write(data)
         return 1
     if getattr(args, "check", False):

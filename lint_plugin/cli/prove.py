@@ -12,10 +12,12 @@ def add_prove_parser(subparsers: argparse._SubParsersAction) -> None:
         help="prove a rewrite changed no number (runs the classes' code; needs "
         "the [proof] extra)",
         description=(
-            "prove RUNS the code it proves: each changed class, and the kernel, "
-            "is compiled from its file and executed in this process, driven with "
-            "stand-ins (check, fix and the flake8 plugin never import, run or "
-            "eval analysed code). Run it only on code you would run yourself: "
+            "prove RUNS the code it proves: each changed class is compiled from "
+            "its file and executed in this process, driven with stand-ins, and "
+            "the index kernel its tree defines is run by triton (unless "
+            "--reference-kernel); --kernel FILE alone reads the kernel without "
+            "running it. check, fix and the flake8 plugin never import, run or "
+            "eval analysed code. Run prove only on code you would run yourself: "
             "never in a CI job on a pull request from a fork, whose code it would "
             "run with the job's token; check is the gate there. "
             "Run the differential harness on every *MultiStepDraftBackend class "

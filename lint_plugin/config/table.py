@@ -275,13 +275,18 @@ def load_named_config(path: str, memo: MemoFolder | None = None) -> Config:
     table = _table(path, data, memo)
     if table is not None:
         return parse_table(table, path)
+    # The header test reads `[tool.draft-kv-lint]` only: an inline table or
+    # dotted keys (`tool.draft-kv-lint.select = ...`) are the table too.
     document = _parse_toml(data, path)
-    if not document or set(document) & _PYPROJECT_KEYS:
+    tool = document.get("tool")
+    if isinstance(tool, dict) and TABLE in tool:
+        return parse_table(tool[TABLE], path)
+    if set(document) <= _PYPROJECT_KEYS:  # an empty file, or a pyproject
         raise ConfigError(
             f"{path}: --config: no [tool.{TABLE}] table and no top-level "
             f"{TABLE} keys: nothing in it would be used"
         )
-    return parse_table(document, path)
+    return parse_table(document, path)  # an unknown key is named there
 
 
 def _read(path: str) -> bytes:

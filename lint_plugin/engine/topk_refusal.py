@@ -7,9 +7,12 @@ KVI003 still reports the row (upstream sized it with the helper anyway) but says
 what is true of it; this module decides when that is so.
 
 A refusal counts only where it dominates the rest of ``__init__``: a statement of
-the class's own ``__init__`` that raises for every ``topk > 1`` (an ``assert``, or
-an ``if``/``elif``/``else`` whose branch taken for that topk raises), with no
-statement before it that may return early. What it tests must be the value the
+the class's own ``__init__`` that raises for every ``topk > 1`` (an
+``if``/``elif``/``else`` whose branch taken for that topk raises; not an
+``assert``, which ``python -O`` drops), with no statement before it that may
+return early, in a class nothing else can give another topk (``_open_to_change``:
+no base, metaclass or decorator, an instance that never escapes its methods, no
+subclass or patch of it in the file). What it tests must be the value the
 class keeps as its topk: the ``__init__`` parameter that is the class's only
 assignment of ``self.<topk>`` (and is never rebound), or ``self.<topk>`` after
 that single assignment. Not a refusal: one in a branch of something else
@@ -21,6 +24,7 @@ raise.
 from __future__ import annotations
 
 import ast
+import re
 
 from lint_plugin.records import record
 
@@ -39,13 +43,16 @@ class Refusal:
         return self.statement.lineno
 
 
-def refusal_of(node: ast.ClassDef, topk_attr: str | None) -> Refusal | None:
+def refusal_of(
+    node: ast.ClassDef, topk_attr: str | None, file_text: str = ""
+) -> Refusal | None:
     """The statement of the class's ``__init__`` that raises for every topk
-    above one, or None."""
+    above one, or None. ``file_text``: the whole file, where a subclass or a
+    patch of the class would be written."""
     if topk_attr is None:
         return None
     init = _own_init(node)
-    if init is None:
+    if init is None or _open_to_change(node, init, file_text):
         return None
     stores = [n for n in ast.walk(node) if _stores_attribute(n, topk_attr)]
     # One assignment, a statement of `__init__` itself: then every instance's
@@ -74,6 +81,71 @@ def refusal_of(node: ast.ClassDef, topk_attr: str | None) -> Refusal | None:
         if _may_leave(stmt) or (index < at and _rebinds(stmt, names)):
             return None  # what follows may never run, or tests another value
     return None
+
+
+def _open_to_change(node: ast.ClassDef, init: ast.FunctionDef, text: str) -> bool:
+    """May an instance get another topk than the one ``__init__`` refused,
+    by a way the statements of ``__init__`` do not show? A base or a
+    metaclass (their methods and ``__call__`` are not read), a decorator (of
+    the class or of ``__init__``), a bare instance handed to a call (which may
+    set its topk), a write through ``setattr``/``__dict__``/``vars``, the
+    instance's name rebound, or, in the file, a subclass of the class or a
+    patch of its attributes. (A subclass in another module is not seen: the
+    message names the premise, ``__init__``'s refusal, for that reason.)"""
+    if node.keywords or node.decorator_list or init.decorator_list:
+        return True
+    if any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
+        return True
+    if _instance_escapes(node):
+        return True
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in ("setattr", "vars"):
+            return True
+        if isinstance(child, ast.Attribute) and child.attr in _DYNAMIC_ATTRIBUTES:
+            return True
+    name = re.escape(node.name)
+    return any(
+        re.search(pattern.format(name=name), text)
+        for pattern in (
+            r"\bclass\s+\w+\s*\((?:[^()]|\([^()]*\))*\b{name}\b",  # a subclass
+            r"\b{name}\s*\.\s*\w+\s*(?:[-+*/|&]?=(?!=)|:)",  # X.attr = ...
+            r"setattr\s*\(\s*{name}\b",
+            # A decorator: a region read alone may start at the `class` line.
+            r"(?m)^[ \t]*@.*\n(?:[ \t]*(?:@.*|#.*)?\n)*[ \t]*class\s+{name}\b",
+        )
+    )
+
+
+_DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__class__"})
+
+
+def _instance_escapes(node: ast.ClassDef) -> bool:
+    """Is a method's instance used other than as ``self.attr`` (handed to a
+    call, returned, kept elsewhere, rebound)? Then code this module does not
+    read may set its topk."""
+    for function in node.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+            for d in function.decorator_list
+        ):
+            continue  # no instance is its first parameter
+        params = _params(function)
+        if not params:
+            continue
+        instance = params[0]
+        owners = {
+            id(n.value)
+            for n in ast.walk(function)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        }
+        if any(
+            isinstance(n, ast.Name) and n.id == instance and id(n) not in owners
+            for n in ast.walk(function)
+        ):
+            return True
+    return False
 
 
 def _runs_a_base(stmt: ast.stmt) -> bool:
@@ -200,9 +272,7 @@ def _raises(stmts: list[ast.stmt], names: set[str], k: int, depth: int) -> bool:
         if isinstance(stmt, ast.Raise):
             return True
         if isinstance(stmt, ast.Assert):
-            if _truth(stmt.test, names, k) is False:
-                return True
-            continue
+            continue  # `python -O` drops it: no refusal every run makes
         if isinstance(stmt, ast.If):
             truth = _truth(stmt.test, names, k)
             taken = [stmt.body] if truth is True else [stmt.orelse]

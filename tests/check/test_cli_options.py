@@ -174,7 +174,7 @@ def test_stdin_fix_prints_the_fixed_source(tree, run, monkeypatch, command):
 def test_fix_check_of_stdin_prints_nothing_and_says_by_its_status(
     tree, run, monkeypatch
 ):
-    for source, status in ((REAL, 1), ("x = 1\n", 0)):
+    for source, status in ((REAL, 1), ("x = 1\n", 0), (REAL + "def f(:\n", 1)):
         stdin = io.TextIOWrapper(io.BytesIO(source.encode()))
         monkeypatch.setattr(sys, "stdin", stdin)
         result = run("fix", "--check", "--stdin-filename", "pkg/backend.py", "-")

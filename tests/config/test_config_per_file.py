@@ -83,6 +83,8 @@ def test_config_option_applies_one_file_to_all(nested, run, fake_engine):
             '[project]\nname = "x"\n[tool.draft-kv-lint]\nselect = ["KVI002"]\n',
         ),
         (".draft-kv-lint.toml", 'select = ["KVI002"]\n'),
+        ("inline.toml", '[tool]\ndraft-kv-lint = { select = ["KVI002"] }\n'),
+        ("dotted.toml", 'tool.draft-kv-lint.select = ["KVI002"]\n'),
     ],
 )
 def test_config_option_reads_either_shape_whatever_the_name(
@@ -92,6 +94,14 @@ def test_config_option_reads_either_shape_whatever_the_name(
     result = run("check", "--config", f"conf/{name}", "python", "c.py")
     assert result.status == 1
     assert {line.split()[1] for line in findings(result)} == {"KVI002"}
+
+
+def test_config_option_names_a_key_it_does_not_know(nested, run, fake_engine):
+    # Our key beside another tool's table: neither shape, and it says why.
+    write(nested / "conf" / "mixed.toml", 'select = ["KVI002"]\n[tool.ruff]\nx = 1\n')
+    result = run("check", "--config", "conf/mixed.toml", "python", "c.py")
+    assert result.status == 2
+    assert "conf/mixed.toml: " in result.err and "unknown key 'tool'" in result.err
 
 
 @pytest.mark.parametrize(

@@ -70,9 +70,17 @@ REFUSALS = [
         ["if topk > 1:", "    raise ValueError('topk=1 only')", *_KEEP],
         id="if-raise-param",
     ),
-    pytest.param([*_KEEP, "assert self.topk == 1"], id="assert-attribute"),
-    pytest.param(["assert topk <= 1, 'topk=1 only'", *_KEEP], id="assert-le"),
-    pytest.param([*_KEEP, "assert self.topk in (0, 1)"], id="assert-in"),
+    pytest.param(
+        [*_KEEP, "if not self.topk == 1:", "    raise ValueError"],
+        id="not-eq-attribute",
+    ),
+    pytest.param(
+        ["if not topk <= 1:", "    raise ValueError('topk=1 only')", *_KEEP],
+        id="not-le",
+    ),
+    pytest.param(
+        [*_KEEP, "if self.topk not in (0, 1):", "    raise ValueError"], id="not-in"
+    ),
     pytest.param(
         [*_KEEP, "if self.topk != 1:", "    raise NotImplementedError"], id="if-ne"
     ),
@@ -97,7 +105,8 @@ REFUSALS = [
     pytest.param(
         [
             "self.topk, self.speculative_num_steps = topk, speculative_num_steps",
-            "assert topk == 1 or topk == 0",
+            "if not (topk == 1 or topk == 0):",
+            "    raise ValueError",
         ],
         id="tuple-assign",
     ),
@@ -105,7 +114,8 @@ REFUSALS = [
         [
             "self.model_runner = model_runner",
             *_KEEP,
-            "assert self.topk < 2 and model_runner is not None",
+            "if not (self.topk < 2 and model_runner is not None):",
+            "    raise ValueError",
         ],
         id="and-other-test",
     ),
@@ -114,33 +124,60 @@ REFUSALS = [
 # None of these makes every instance's topk at most one.
 NOT_REFUSALS = [
     pytest.param(
-        [*_KEEP, "if model_runner.flag:", "    assert self.topk == 1"], id="in-a-branch"
+        [*_KEEP, "if model_runner.flag:", "    if self.topk > 1:", "        raise E"],
+        id="in-a-branch",
     ),
-    pytest.param([*_KEEP, "assert self.page_size == 1"], id="other-attribute"),
-    pytest.param([*_KEEP, "assert speculative_num_steps == 1"], id="other-parameter"),
+    pytest.param(
+        [*_KEEP, "if self.page_size > 1:", "    raise E"], id="other-attribute"
+    ),
+    pytest.param(
+        [*_KEEP, "if speculative_num_steps > 1:", "    raise E"], id="other-parameter"
+    ),
+    # `python -O` drops an assert: no refusal every run makes.
+    pytest.param([*_KEEP, "assert self.topk == 1"], id="assert"),
+    pytest.param(["assert topk <= 1, 'topk=1 only'", *_KEEP], id="assert-parameter"),
     pytest.param(
         [*_KEEP, "if topk > 1:", "    logger.warning('topk > 1 is slow')"],
         id="warning-only",
     ),
     pytest.param(
-        [*_KEEP, "if model_runner is None:", "    return", "assert topk == 1"],
+        [
+            *_KEEP,
+            "if model_runner is None:",
+            "    return",
+            "if topk > 1:",
+            "    raise E",
+        ],
         id="after-early-return",
     ),
     pytest.param(
-        [*_KEEP, "try:", "    assert topk == 1", "except AssertionError:", "    pass"],
+        [
+            *_KEEP,
+            "try:",
+            "    if topk > 1:",
+            "        raise E",
+            "except E:",
+            "    pass",
+        ],
         id="in-try",
     ),
-    pytest.param(["assert self.topk == 1", *_KEEP], id="attribute-before-kept"),
-    pytest.param([*_KEEP, "assert topk <= 2"], id="allows-two"),
+    pytest.param(
+        ["if self.topk > 1:", "    raise E", *_KEEP], id="attribute-before-kept"
+    ),
+    pytest.param([*_KEEP, "if topk > 2:", "    raise E"], id="allows-two"),
     pytest.param([*_KEEP, "if topk > 4:", "    raise ValueError"], id="allows-some"),
-    pytest.param([*_KEEP, "assert topk == 1 or model_runner.ok"], id="or-other-test"),
+    pytest.param(
+        [*_KEEP, "if not (topk == 1 or model_runner.ok):", "    raise E"],
+        id="or-other-test",
+    ),
     pytest.param(
         ["if topk > 1:", "    raise ValueError", "topk = topk or 2", *_KEEP],
         id="parameter-rebound",
     ),
     pytest.param(
         [
-            "assert topk == 1",
+            "if topk > 1:",
+            "    raise E",
             "self.topk = model_runner.topk",
             "self.speculative_num_steps = 2",
         ],
@@ -148,14 +185,15 @@ NOT_REFUSALS = [
     ),
     # A base's __init__ run after it may keep another topk.
     pytest.param(
-        [*_KEEP, "assert self.topk == 1", "super().__init__(model_runner)"],
+        [*_KEEP, "if self.topk > 1:", "    raise E", "super().__init__(model_runner)"],
         id="base-init-after",
     ),
 ]
 
 _REFUSAL_ELSEWHERE = """
     def check_topk(self):
-        assert self.topk == 1
+        if self.topk > 1:
+            raise ValueError
 """
 
 _REBOUND_ELSEWHERE = """
@@ -167,9 +205,10 @@ _REBOUND_ELSEWHERE = """
 @pytest.mark.parametrize("init", REFUSALS)
 def test_a_class_refusing_topk_above_one_gets_no_counterexample(init) -> None:
     message = _message(_source(init))
-    assert "refuses topk > 1 (row " in message
-    assert "FooMultiStepDraftBackend.__init__" in message
-    assert "lifting that refusal would overflow it" in message
+    assert (
+        "only while topk <= 1, which FooMultiStepDraftBackend.__init__ enforces (row "
+    ) in message
+    assert "a subclass or a change that lifts it would overflow the row" in message
     assert "self.topk=2" not in message and "gives" not in message
     # Still a finding, with its fix: upstream sizes the row with the helper.
     assert message.endswith(
@@ -182,7 +221,7 @@ def test_the_refusal_row_is_the_refusing_statement() -> None:
     row = next(
         i for i, line in enumerate(source.splitlines(), 1) if "if topk > 1" in line
     )
-    assert f"(row {row})" in _message(source)
+    assert f"(row {row};" in _message(source)
 
 
 @pytest.mark.parametrize(
@@ -190,14 +229,65 @@ def test_the_refusal_row_is_the_refusing_statement() -> None:
     [
         *((p.values[0], "") for p in NOT_REFUSALS),
         ([*_KEEP], _REFUSAL_ELSEWHERE),
-        ([*_KEEP, "assert self.topk == 1"], _REBOUND_ELSEWHERE),
+        ([*_KEEP, "if self.topk > 1:", "    raise E"], _REBOUND_ELSEWHERE),
     ],
     ids=[p.id for p in NOT_REFUSALS] + ["another-method", "rebound-elsewhere"],
 )
 def test_what_is_no_refusal_keeps_the_counterexample(init, more) -> None:
     message = _message(_source(init, more=more))
-    assert "refuses" not in message
+    assert "enforces" not in message
     assert "can be less than num_seqs * topk * max_context_len (" in message
+    assert _witness(message)["self.topk"] == 2
+
+
+_REFUSING = ["if topk > 1:", "    raise ValueError", *_KEEP]
+_HEADER = "class FooMultiStepDraftBackend:"
+
+
+# Each lets an instance keep a topk above one in a way `__init__` does not show.
+OPEN_TO_CHANGE = [
+    pytest.param(
+        _source(_REFUSING) + "\n\nclass Wide(FooMultiStepDraftBackend):\n"
+        "    def __init__(self, topk):\n        self.topk = topk\n",
+        id="subclass-in-the-file",
+    ),
+    pytest.param(_source([*_REFUSING, "widen(self)"]), id="instance-handed-on"),
+    pytest.param(
+        _source(_REFUSING, more="\n    def me(self):\n        return self\n"),
+        id="instance-returned",
+    ),
+    pytest.param(
+        _source(_REFUSING).replace(_HEADER, "class FooMultiStepDraftBackend(Mixin):"),
+        id="a-base",
+    ),
+    pytest.param(
+        _source(_REFUSING).replace(
+            _HEADER, "class FooMultiStepDraftBackend(metaclass=Meta):"
+        ),
+        id="a-metaclass",
+    ),
+    pytest.param(
+        _source(_REFUSING).replace(_HEADER, "@swap\n" + _HEADER), id="class-decorator"
+    ),
+    pytest.param(
+        _source(_REFUSING).replace(
+            "    def __init__", "    @swallow\n    def __init__"
+        ),
+        id="init-decorator",
+    ),
+    pytest.param(_source([*_REFUSING, "self.__dict__['topk'] = 4"]), id="through-dict"),
+    pytest.param(_source([*_REFUSING, "setattr(self, 'top' + 'k', 4)"]), id="setattr"),
+    pytest.param(
+        _source(_REFUSING) + "\n\nFooMultiStepDraftBackend.__init__ = other_init\n",
+        id="patched-after",
+    ),
+]
+
+
+@pytest.mark.parametrize("source", OPEN_TO_CHANGE)
+def test_a_class_open_to_another_topk_keeps_the_counterexample(source: str) -> None:
+    message = _message(source)
+    assert "enforces" not in message
     assert _witness(message)["self.topk"] == 2
 
 
@@ -205,7 +295,7 @@ def test_a_row_too_small_even_for_topk_one_gets_a_reachable_counterexample() -> 
     """The refusal bounds the topk, not the row: the values shown keep topk 1."""
     init = ["if topk > 1:", "    raise ValueError", *_KEEP]
     message = _message(_source(init, "(max_bs - 1) * self.max_context_len"))
-    assert "can be less than" in message and "refuses" not in message
+    assert "can be less than" in message and "enforces" not in message
     values = _witness(message)
     assert values["self.topk"] == 1
     assert (values["max_bs"] - 1) * values["self.max_context_len"] < (
@@ -223,15 +313,15 @@ def test_a_path_only_a_refused_topk_takes_does_not_hide_a_reachable_one() -> Non
         "        self.cuda_graph_kv_indices",
     )
     message = _message(source)
-    assert "refuses" not in message
+    assert "enforces" not in message
     assert _witness(message)["self.topk"] == 1
 
 
 def test_a_token_count_row_names_the_premise_it_rests_on() -> None:
     message = _message(_source(_KEEP, _TOKENS))
     assert (
-        "fits num_seqs * topk * max_context_len only while callers pass "
-        "max_num_tokens = max_bs * topk (as SGLang's draft graph runner does; "
+        "fits num_seqs * topk * max_context_len only while max_num_tokens is at "
+        "least num_seqs * topk (SGLang's draft graph runner passes max_bs * topk; "
         "the class does not check it)"
     ) in message
     assert "max_num_tokens=1" not in message and "gives" not in message
@@ -250,7 +340,7 @@ def test_a_token_count_too_small_under_the_premise_keeps_a_counterexample(
 ) -> None:
     """The values shown are ones the graph runner passes: tokens = count * topk."""
     message = _message(_source(_KEEP, width))
-    assert "callers pass" not in message and "can be less than" in message
+    assert "is at least" not in message and "can be less than" in message
     values = _witness(message)
     count = values.get("max_bs", values.get("num_seqs"))
     assert values["max_num_tokens"] == count * values["self.topk"]
@@ -260,7 +350,7 @@ def test_a_refusing_class_with_a_token_count_row_rests_on_the_refusal() -> None:
     """With topk 1 a token count covers its sequences: no premise needed."""
     init = ["if topk > 1:", "    raise ValueError", *_KEEP]
     message = _message(_source(init, _TOKENS))
-    assert "refuses topk > 1" in message and "callers pass" not in message
+    assert "enforces (row" in message and "is at least" not in message
 
 
 @pytest.mark.parametrize(
@@ -348,7 +438,7 @@ def test_explain_says_what_the_message_says(tmp_path: Path) -> None:
     source = _source(["if topk > 1:", "    raise ValueError", *_KEEP])
     (finding,) = _kvi003(source)
     report, _ = explain(source, "b.py", finding.row)
-    assert "refuses topk > 1" in report and "self.topk=2" not in report
+    assert "__init__ enforces (row" in report and "self.topk=2" not in report
     report, _ = explain(_source(_KEEP, _TOKENS), "b.py", finding.row)
-    assert "callers pass max_num_tokens = max_bs * topk" in report
+    assert "max_num_tokens is at least num_seqs * topk" in report
     assert "max_num_tokens=1" not in report
