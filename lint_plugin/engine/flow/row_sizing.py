@@ -404,15 +404,8 @@ def _conditions(row: Row, analysis, own_topk: str | None = None):
                     shown.append((text, holds_so))
             elif (text, holds_so) not in shown:
                 shown.append((text, holds_so))
-    if not _consistent(tests):
+    if not _consistent(tests) or _never_taken(evaluable_conds):
         return None
-    for expr, positive in evaluable_conds:
-        if not any(symbolic.symbols(expr)):
-            try:
-                if holds(expr, {}) != positive:
-                    return None
-            except symbolic.Undefined:
-                pass
     return evaluable_conds, shown
 
 
