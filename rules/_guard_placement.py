@@ -20,6 +20,7 @@ import ast
 
 from lint_plugin import statements
 from lint_plugin.engine.facts import FunctionFacts, Position, position
+from lint_plugin.engine.nodes import walk_nodes
 from lint_plugin.engine.source import Source
 from lint_plugin.records import record
 from lint_plugin.roles import Role, role_of_name
@@ -90,7 +91,7 @@ def place_guard(
 
 def _is_bound(value: ast.expr) -> bool:
     """A value built from a context length: an upper bound, not a length sum."""
-    for node in ast.walk(value):
+    for node in walk_nodes(value):
         name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
         if isinstance(node, (ast.Name, ast.Attribute)) and (
             role_of_name(name) is Role.MAX_CONTEXT_LEN
@@ -104,7 +105,7 @@ def _branch(function: ast.AST, statement: ast.stmt | None):
     only statement of an ``if``'s body."""
     if statement is None:
         return None
-    for node in ast.walk(function):
+    for node in walk_nodes(function):
         for block in statements.blocks(node):
             for index, child in enumerate(block):
                 if (
@@ -132,7 +133,7 @@ def _tests_missing(test: ast.expr, name: str) -> bool:
 
 
 def _holds(statement: ast.stmt, target: ast.stmt) -> bool:
-    return any(node is target for node in ast.walk(statement))
+    return any(node is target for node in walk_nodes(statement))
 
 
 def _bound_before(function: FunctionFacts, name: str, at: Position) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from lint_plugin.engine.nodes import walk_nodes
 from lint_plugin.findings import Fix
 from lint_plugin.lazy import lazy
 
@@ -124,7 +125,7 @@ _CONSTANT = (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop)
 
 def _evaluation_kind(expr) -> str:
     """What evaluating an operand does (see ``formulas.written_order``)."""
-    nodes = list(ast.walk(expr.node))
+    nodes = list(walk_nodes(expr.node))
     if any(isinstance(node, _EFFECTS) for node in nodes):
         return formulas.EFFECT
     if all(isinstance(node, _CONSTANT) for node in nodes):

@@ -18,6 +18,7 @@ import ast
 import re
 
 from lint_plugin.engine.facts import ModuleFacts, self_attribute
+from lint_plugin.engine.nodes import walk_nodes
 
 # A value followed through more bindings than this is not followed: no fix.
 _MAX_NODES = 64
@@ -113,7 +114,7 @@ def _local_reads(target: ast.Name, scope):
     function = scope.node
     name = target.id
     names, accounted = [], 0
-    for inner in ast.walk(function):
+    for inner in walk_nodes(function):
         if isinstance(inner, ast.Name) and inner.id == name:
             names.append(inner)
         elif _names(inner, name) or (
@@ -191,7 +192,7 @@ def _class_nodes(facts: ModuleFacts):
     for cls in facts.classes:
         if id(cls.node) in seen:
             continue
-        for inner in ast.walk(cls.node):
+        for inner in walk_nodes(cls.node):
             seen.add(id(inner))
             yield cls, inner
 

@@ -41,6 +41,7 @@ scopes = lazy("lint_plugin.engine.flow.scopes")
 symbolic = lazy("lint_plugin.algebra.symbolic")
 topk_refusal = lazy("lint_plugin.engine.topk_refusal")
 values = lazy("lint_plugin.engine.values")
+nodes = lazy("lint_plugin.engine.nodes")
 
 _TEMPLATE = """\
 import torch
@@ -821,7 +822,7 @@ def _locals_of(scope) -> set[str]:
     """Names assigned in the scope and the scopes around it."""
     names: set[str] = set()
     while scope is not None and not scope.is_module:
-        for node in ast.walk(scope.node):
+        for node in nodes.walk_nodes(scope.node):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
         names |= set(scope.params)

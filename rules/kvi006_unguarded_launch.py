@@ -20,6 +20,7 @@ facts = lazy("lint_plugin.engine.facts")
 formulas = lazy("lint_plugin.engine.formulas")
 scopes = lazy("lint_plugin.engine.flow.scopes")
 symbolic = lazy("lint_plugin.algebra.symbolic")
+nodes = lazy("lint_plugin.engine.nodes")
 
 # A launch of the index kernel, in a class read whole; guards are facts too.
 NEEDS = Needs((((KERNEL,),),), where="class", facts=(KERNEL, GUARD))
@@ -337,8 +338,9 @@ def _holds_at_launch(
     frame = analysis.frame_of(launch.function)
     stmt = analysis.statement(frame, guard) if isinstance(guard, ast.Call) else None
     if stmt is not None and any(
-        isinstance(node, ast.Lambda) and any(n is guard for n in ast.walk(node.body))
-        for node in ast.walk(stmt)
+        isinstance(node, ast.Lambda)
+        and any(n is guard for n in nodes.walk_nodes(node.body))
+        for node in nodes.walk_nodes(stmt)
     ):
         return False
     if isinstance(buffer, ast.Name):
@@ -528,7 +530,7 @@ def _bound_name(
 def _statement_of(function: ast.AST, call: ast.Call) -> ast.stmt | None:
     """The innermost statement of ``function`` holding ``call``."""
     found = None
-    for node in ast.walk(function):
+    for node in nodes.walk_nodes(function):
         if (
             isinstance(node, ast.stmt)
             and node is not function

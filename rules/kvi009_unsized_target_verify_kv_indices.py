@@ -23,6 +23,7 @@ row_sizing = lazy("lint_plugin.engine.flow.row_sizing")
 symbolic = lazy("lint_plugin.algebra.symbolic")
 roles = lazy("lint_plugin.roles")
 buffer_sizing = lazy("lint_plugin.engine.flow.buffer_sizing")
+nodes = lazy("lint_plugin.engine.nodes")
 
 _KERNEL = CONTRACT.writer.name
 
@@ -213,7 +214,7 @@ def _may_name_draft(node, function, cls, depth: int = 0) -> bool:
     or a call (whose value is followed into the function)."""
     if depth > 6:
         return True
-    for sub in ast.walk(node):
+    for sub in nodes.walk_nodes(node):
         if isinstance(sub, (ast.Call, ast.Subscript, ast.Lambda)):
             return True
         name = sub.id if isinstance(sub, ast.Name) else getattr(sub, "attr", None)

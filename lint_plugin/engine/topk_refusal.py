@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import re
 
+from lint_plugin.engine.nodes import walk_nodes
 from lint_plugin.records import record
 
 _MAX_STEPS = 64  # a refusal's branches followed at most this deep
@@ -54,7 +55,7 @@ def refusal_of(
     init = _own_init(node)
     if init is None or _open_to_change(node, init, file_text):
         return None
-    stores = [n for n in ast.walk(node) if _stores_attribute(n, topk_attr)]
+    stores = [n for n in walk_nodes(node) if _stores_attribute(n, topk_attr)]
     # One assignment, a statement of `__init__` itself: then every instance's
     # topk is that one value.
     if len(stores) != 1:
@@ -150,7 +151,7 @@ def _instance_escapes(node: ast.ClassDef) -> bool:
 
 def _runs_a_base(stmt: ast.stmt) -> bool:
     """A ``super()...`` call or an explicit ``Base.__init__(self, ...)``."""
-    for node in ast.walk(stmt):
+    for node in walk_nodes(stmt):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Attribute) and func.attr == "__init__":
@@ -174,7 +175,7 @@ def _own_init(node: ast.ClassDef) -> ast.FunctionDef | None:
 def _binds(stmt: ast.stmt, name: str) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in ast.walk(stmt)
+        for n in walk_nodes(stmt)
     )
 
 
@@ -237,13 +238,13 @@ def _kept_parameter(init: ast.FunctionDef, kept: ast.stmt, store) -> str | None:
     name = value.id
     if name not in _params(init)[1:]:
         return None
+    # One walk for both: a `global`/`nonlocal` is a statement, so the only
+    # ones in `__init__` are in its body.
     if any(
-        isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+        (isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load))
+        or (isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names)
         for stmt in init.body
-        for n in ast.walk(stmt)
-    ) or any(
-        isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names
-        for n in ast.walk(init)
+        for n in walk_nodes(stmt)
     ):
         return None
     return name
@@ -254,8 +255,12 @@ def _refuses_above_one(stmt: ast.stmt, names: set[str]) -> bool:
     ``names``)? A comparison with integers changes truth only at them, so 2
     and each integer of the statement, one below and one above, decide them
     all."""
+    if not isinstance(stmt, (ast.Raise, ast.Assert, ast.If)):
+        # `_raises` of any other statement is False at every topk: not worth
+        # gathering its integers first.
+        return False
     points = {2}
-    for node in ast.walk(stmt):
+    for node in walk_nodes(stmt):
         if isinstance(node, ast.Constant) and type(node.value) is int:
             for value in (abs(node.value) - 1, abs(node.value), abs(node.value) + 1):
                 if value >= 2:
@@ -294,6 +299,7 @@ def _may_leave(stmt: ast.stmt) -> bool:
     or a context manager may swallow it): ``_raises`` reads only ``raise``,
     ``assert`` and ``if``."""
     stack = [stmt]
+    push = stack.append
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Return):
@@ -302,7 +308,16 @@ def _may_leave(stmt: ast.stmt) -> bool:
             continue
         if isinstance(node, ast.ClassDef):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        # `ast.iter_child_nodes` inlined (two generators a node); the order
+        # the children are looked at does not change the answer.
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                push(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
     return False
 
 
@@ -314,7 +329,7 @@ def _rebinds(stmt: ast.stmt, names: set[str]) -> bool:
             and _dotted(n) in names
             and not isinstance(n.ctx, ast.Load)
         )
-        for n in ast.walk(stmt)
+        for n in walk_nodes(stmt)
     )
 
 

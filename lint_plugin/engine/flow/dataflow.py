@@ -24,6 +24,7 @@ import ast
 from collections.abc import Iterable, Iterator, Sequence
 
 from lint_plugin import statements
+from lint_plugin.engine.nodes import walk_nodes
 
 _MAX_FACTS = 48
 _MAX_LOOP_ROUNDS = 4
@@ -787,7 +788,7 @@ def _irrefutable(pattern: ast.AST) -> bool:
 
 def _pattern_names(pattern: ast.AST) -> set[str]:
     names = set()
-    for node in ast.walk(pattern):
+    for node in walk_nodes(pattern):
         for field in ("name", "rest"):
             value = getattr(node, field, None)
             if isinstance(value, str):
@@ -799,7 +800,7 @@ def walrus_names(node: ast.AST) -> frozenset[str]:
     """Every name a walrus binds somewhere in ``node``."""
     return frozenset(
         n.target.id
-        for n in ast.walk(node)
+        for n in walk_nodes(node)
         if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)
     )
 

@@ -41,6 +41,7 @@ from lint_plugin.engine.flow.step_counts import (
     unwalked_call_test,
 )
 from lint_plugin.engine.flow.widths import Analysis
+from lint_plugin.engine.nodes import walk_nodes
 from lint_plugin.roles import Role, other_buffer_of
 
 
@@ -349,7 +350,7 @@ def _returned(frame: Frame, name: str) -> bool:
         isinstance(node, ast.Return)
         and isinstance(node.value, ast.Name)
         and node.value.id == name
-        for node in ast.walk(frame.scope.node)
+        for node in walk_nodes(frame.scope.node)
     )
 
 
@@ -539,7 +540,7 @@ def _viewed(call: ast.Call, stmt) -> bool:
         isinstance(node, ast.Attribute)
         and node.value is call
         and (node.attr in RESHAPES or node.attr in REPEATS)
-        for node in ast.walk(stmt)
+        for node in walk_nodes(stmt)
     )
 
 
@@ -603,8 +604,8 @@ def _sizes(
     follow it in ``stmt``; None otherwise."""
     if stmt is None:
         return None
-    parents = {id(c): n for n in ast.walk(stmt) for c in ast.iter_child_nodes(n)}
-    for node in ast.walk(stmt):
+    parents = {id(c): n for n in walk_nodes(stmt) for c in ast.iter_child_nodes(n)}
+    for node in walk_nodes(stmt):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -664,7 +665,7 @@ def _per_step_loop(
             return True
     if type(stmt) in _COMPOUND_STATEMENTS or " for " not in text:
         return False  # a comprehension lives in a simple statement (or a header)
-    for node in ast.walk(stmt):
+    for node in walk_nodes(stmt):
         if (
             isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
             and _holds(node.elt, call)

@@ -23,6 +23,7 @@ from lint_plugin.engine.flow.dataflow import (
 )
 from lint_plugin.engine.lazy_methods import materialize, within
 from lint_plugin.engine.module_scope import ModuleScope
+from lint_plugin.engine.nodes import walk_nodes
 from lint_plugin.engine.source import Source
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -443,7 +444,7 @@ def instance_name(class_node: ast.ClassDef, scope) -> str | None:
             first = [*method.args.posonlyargs, *method.args.args][0]
             if any(
                 node is not first and node is not method and name in _bound_by(node)
-                for node in ast.walk(method)
+                for node in walk_nodes(method)
             ):
                 return None
             return name
