@@ -99,7 +99,7 @@ def _open_to_change(node: ast.ClassDef, init: ast.FunctionDef, text: str) -> boo
         return True
     if _instance_escapes(node):
         return True
-    for child in ast.walk(node):
+    for child in walk_nodes(node):
         if isinstance(child, ast.Name) and child.id in ("setattr", "vars"):
             return True
         if isinstance(child, ast.Attribute) and child.attr in _DYNAMIC_ATTRIBUTES:
@@ -136,15 +136,13 @@ def _instance_escapes(node: ast.ClassDef) -> bool:
         if not params:
             continue
         instance = params[0]
-        owners = {
-            id(n.value)
-            for n in ast.walk(function)
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-        }
-        if any(
-            isinstance(n, ast.Name) and n.id == instance and id(n) not in owners
-            for n in ast.walk(function)
-        ):
+        uses, owners = [], set()
+        for n in walk_nodes(function):
+            if isinstance(n, ast.Name) and n.id == instance:
+                uses.append(n)
+            elif isinstance(n, ast.Attribute):
+                owners.add(id(n.value))
+        if any(id(n) not in owners for n in uses):
             return True
     return False
 
