@@ -235,8 +235,9 @@ assignment of its topk (`self.topk = topk`, a statement of `__init__` itself)
 keeps, never rebound, or `self.topk` after that assignment. And nothing else may
 give an instance another topk: no base class, metaclass or decorator, the
 instance never handed out of its methods (`widen(self)`, `return self`), no
-`setattr`/`__dict__`/`vars` write, no subclass or patch of the class in the file
-(one in another module is not seen: that is why the message names the premise).
+`setattr`/`__dict__`/`vars` write, and the class named nowhere else in the file
+but in calls making instances (so no subclass or patch of it there; one in another
+module is not seen: that is why the message names the premise).
 Not a refusal: an `assert` (`python -O` drops it), one in a branch of another
 test (`if flag:`), in another method, under `try` or `with`, of another name or
 of a bound it allows (`if topk > 2: raise`), a test another condition may pass

@@ -11,14 +11,14 @@ the class's own ``__init__`` that raises for every ``topk > 1`` (an
 ``if``/``elif``/``else`` whose branch taken for that topk raises; not an
 ``assert``, which ``python -O`` drops), with no statement before it that may
 return early, in a class nothing else can give another topk (``_open_to_change``:
-no base, metaclass or decorator, an instance that never escapes its methods, no
-subclass or patch of it in the file). What it tests must be the value the
-class keeps as its topk: the ``__init__`` parameter that is the class's only
-assignment of ``self.<topk>`` (and is never rebound), or ``self.<topk>`` after
-that single assignment. Not a refusal: one in a branch of something else
-(``if flag:``), in another method, under ``try``/``with`` (a handler or a
-context manager may swallow it), of another name, or a warning that does not
-raise.
+no base, metaclass or decorator, an instance that never escapes its methods, the
+class named elsewhere in the file only in calls making instances). What it tests
+must be the value the class keeps as its topk: the ``__init__`` parameter that is
+the class's only assignment of ``self.<topk>`` (and is never rebound), or
+``self.<topk>`` after that single assignment. Not a refusal: one in a branch of
+something else (``if flag:``), in another method, under ``try``/``with`` (a
+handler or a context manager may swallow it), of another name, or a warning that
+does not raise.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def refusal_of(
     if topk_attr is None:
         return None
     init = _own_init(node)
-    if init is None or _open_to_change(node, init, file_text):
+    if init is None:
         return None
     stores = [n for n in walk_nodes(node) if _stores_attribute(n, topk_attr)]
     # One assignment, a statement of `__init__` itself: then every instance's
@@ -78,6 +78,9 @@ def refusal_of(
         if index > at:
             names.add(f"{instance}.{topk_attr}")
         if names and _refuses_above_one(stmt, names):
+            # Asked last: most classes refuse nothing, and this reads the file.
+            if _open_to_change(node, init, file_text):
+                return None
             return Refusal(stmt, node.name)
         if _may_leave(stmt) or (index < at and _rebinds(stmt, names)):
             return None  # what follows may never run, or tests another value
@@ -104,17 +107,37 @@ def _open_to_change(node: ast.ClassDef, init: ast.FunctionDef, text: str) -> boo
             return True
         if isinstance(child, ast.Attribute) and child.attr in _DYNAMIC_ATTRIBUTES:
             return True
-    name = re.escape(node.name)
-    return any(
-        re.search(pattern.format(name=name), text)
-        for pattern in (
-            r"\bclass\s+\w+\s*\((?:[^()]|\([^()]*\))*\b{name}\b",  # a subclass
-            r"\b{name}\s*\.\s*\w+\s*(?:[-+*/|&]?=(?!=)|:)",  # X.attr = ...
-            r"setattr\s*\(\s*{name}\b",
-            # A decorator: a region read alone may start at the `class` line.
-            r"(?m)^[ \t]*@.*\n(?:[ \t]*(?:@.*|#.*)?\n)*[ \t]*class\s+{name}\b",
-        )
-    )
+    return _named_elsewhere(node.name, text)
+
+
+def _named_elsewhere(name: str, text: str) -> bool:
+    """Does the file name the class anywhere but its own ``class`` line and
+    calls of it (instances made)? A base of another class (on any line of its
+    header), an attribute assigned (``X.__init__ = f``), ``setattr(X, ...)``,
+    a mention it cannot read: any may change what an instance gets, so only
+    those two uses are let through; and the definition must carry no decorator
+    (a region read alone may start at the ``class`` line). The name is found
+    literally first: a pattern starting with ``\\b`` is tried at every offset
+    of the file."""
+    for match in re.finditer(re.escape(name), text):
+        start, end = match.span()
+        if (start and _WORD.match(text, start - 1)) or _WORD.match(text, end):
+            continue  # part of a longer name
+        line_start = text.rfind("\n", 0, start) + 1
+        if _DEFINITION.fullmatch(text, line_start, start):
+            if _DECORATED.search(text, 0, line_start):
+                return True
+            continue
+        if not _CALLED.match(text, end):
+            return True
+    return False
+
+
+_WORD = re.compile(r"\w")
+_DEFINITION = re.compile(r"[ \t]*class\s+")
+# The lines right above a definition: a decorator, then blank or comment lines.
+_DECORATED = re.compile(r"(?m)^[ \t]*@.*\n(?:[ \t]*(?:#.*)?\n)*\Z")
+_CALLED = re.compile(r"[ \t]*\(")
 
 
 _DYNAMIC_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__class__"})

@@ -251,6 +251,11 @@ OPEN_TO_CHANGE = [
         "    def __init__(self, topk):\n        self.topk = topk\n",
         id="subclass-in-the-file",
     ),
+    pytest.param(
+        _source(_REFUSING)
+        + "\n\nclass Wide(\n    FooMultiStepDraftBackend,\n):\n    topk = 4\n",
+        id="subclass-header-on-lines",
+    ),
     pytest.param(_source([*_REFUSING, "widen(self)"]), id="instance-handed-on"),
     pytest.param(
         _source(_REFUSING, more="\n    def me(self):\n        return self\n"),
@@ -282,6 +287,11 @@ OPEN_TO_CHANGE = [
         id="patched-after",
     ),
 ]
+
+
+def test_an_instance_made_in_the_file_keeps_the_refusal() -> None:
+    source = _source(_REFUSING) + "\n\nBACKEND = FooMultiStepDraftBackend(None, 1, 2)\n"
+    assert "FooMultiStepDraftBackend.__init__ enforces" in _message(source)
 
 
 @pytest.mark.parametrize("source", OPEN_TO_CHANGE)
