@@ -277,25 +277,6 @@ class Walker:
     def visit(self, node: ast.AST, ctx: _Context, parent_arith: bool) -> None:
         kind = _KINDS.get(type(node)) or _kind_of(type(node))
         role = kind.role
-        if role is _OTHER and not kind.keeps_text:
-            # Most nodes walked (an attribute, a subscript, a keyword...):
-            # nothing to remember of them, only their children to visit.
-            visit = self.visit
-            for name in kind.fields:
-                value = getattr(node, name, None)
-                if type(value) is list:
-                    children = value
-                elif value is None:
-                    continue
-                else:
-                    children = (value,)
-                for child in children:
-                    walked = _WALKED.get(type(child))
-                    if walked is None:
-                        walked = _walked(type(child))
-                    if walked:
-                        visit(child, ctx, False)
-            return
         if (
             role is _STATEMENT
             and not (ctx.scope and ctx.scope.aliases)
